@@ -1,0 +1,24 @@
+"""Offline command line of gpu-ci: `python -m infra <command>` (see --help)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from infra.offline import import_file, plan
+
+COMMANDS = (plan, import_file)
+"""Modules with `add_parser(subparsers)`; each sets `handler` on its parser."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__)
+    subparsers = parser.add_subparsers(required=True, metavar="command")
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    args = parser.parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Capacity math, without Pulumi: how many jobs a node takes, what binds it, what a pool costs.
+
+A GPU pool's jobs-per-node is its GPU sharing replicas (the scheduler enforces it: each job requests
+one `nvidia.com/gpu`). The spec is only valid if that many jobs of each profile also fit the node's
+allocatable CPU and memory by their requests; limits above allocatable are overcommit, a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from infra.quantity import format_gib
+from infra.spec.errors import Problem, key_path
+
+if TYPE_CHECKING:
+    from infra.catalog import NodeType
+    from infra.spec.platform import PlatformSpec
+    from infra.spec.pools import PoolSpec
+    from infra.spec.profiles import ProfileSpec
+
+
+@dataclass(frozen=True)
+class ProfileFit:
+    """How many jobs of one profile one node of its pool could hold, by each resource."""
+
+    profile: str
+    pool: str
+    gpu_slots: int
+    by_cpu: int
+    by_memory: int
+
+    @property
+    def jobs_per_node(self) -> int:
+        return min(self.gpu_slots, self.by_cpu, self.by_memory)
+
+    @property
+    def binding(self) -> str:
+        """The resource(s) that set jobs_per_node, e.g. "GPU replicas" or "GPU replicas = CPU"."""
+        limits = {"GPU replicas": self.gpu_slots, "CPU": self.by_cpu, "memory": self.by_memory}
+        return " = ".join(name for name, count in limits.items() if count == self.jobs_per_node)
+
+
+def gpu_slots(pool: PoolSpec, node: NodeType) -> int:
+    """Jobs one node of the pool schedules: GPUs x sharing replicas (CPU pools run no CI jobs)."""
+    return node.gpus * pool.sharing_replicas()
+
+
+def profile_fit(name: str, profile: ProfileSpec, pool: PoolSpec, node: NodeType) -> ProfileFit:
+    return ProfileFit(
+        profile=name,
+        pool=profile.pool,
+        gpu_slots=gpu_slots(pool, node),
+        by_cpu=node.allocatable_millicores // profile.cpu_request.millicores,
+        by_memory=node.allocatable_memory_bytes // profile.memory_request.bytes,
+    )
+
+
+def fit_problems(spec: PlatformSpec) -> list[Problem]:
+    """Errors where a full node of jobs does not fit by requests; warnings where limits overcommit."""
+    problems: list[Problem] = []
+    for name, profile in sorted(spec.profiles.items()):
+        pool = spec.pools.get(profile.pool)
+        if pool is None or pool.node_type not in spec.catalog or not spec.catalog[pool.node_type].is_gpu:
+            continue  # reported as a reference error
+        node = spec.catalog[pool.node_type]
+        slots = gpu_slots(pool, node)
+        checks = (
+            (
+                "cpu_request",
+                profile.cpu_request.text,
+                profile.cpu_request.millicores,
+                node.allocatable_millicores,
+                _millicores,
+                "error",
+            ),
+            (
+                "memory_request",
+                profile.memory_request.text,
+                profile.memory_request.bytes,
+                node.allocatable_memory_bytes,
+                _gib,
+                "error",
+            ),
+            (
+                "memory_limit",
+                profile.memory_limit.text,
+                profile.memory_limit.bytes,
+                node.allocatable_memory_bytes,
+                _gib,
+                "warning",
+            ),
+        )
+        for key, text, per_job, allocatable, show, severity in checks:
+            where = f"one {pool.node_type} node's allocatable {show(allocatable)}"
+            if per_job > allocatable:
+                reason = f"is larger than {where}"
+            elif slots * per_job > allocatable:
+                verb = "exceeds" if severity == "error" else "overcommits"
+                reason = f"x {slots} jobs per node = {show(slots * per_job)} {verb} {where}"
+                reason += "; lower it or the pool's replicas" if severity == "error" else " (OOM if all hit the limit)"
+            else:
+                continue
+            problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
+    return problems
+
+
+def _millicores(value: int) -> str:
+    return f"{value}m"
+
+
+def _gib(value: int) -> str:
+    return format_gib(Fraction(value, 2**30))
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    """One row of the capacity report."""
+
+    pool: str
+    node_type: str
+    zone: str
+    min_size: int
+    max_size: int
+    allocatable_cpu: str
+    allocatable_memory: str
+    gpu: str
+    sharing: str
+    profiles: tuple[str, ...]
+    jobs_per_node: int
+    binding: str
+    max_concurrent_jobs: int
+    eur_per_hour_per_node: Fraction
+    idle_eur_per_hour: Fraction
+    """What the pool costs with no job running: its min_size nodes (zero for scale-to-zero pools)."""
+
+    def as_json(self) -> dict[str, object]:
+        """JSON-ready: euros as floats rounded to 1/10000 of a cent, tuples as lists."""
+        return {
+            key: round(float(value), 6)
+            if isinstance(value, Fraction)
+            else list(value)
+            if isinstance(value, tuple)
+            else value
+            for key, value in self.__dict__.items()
+        }
+
+
+def pool_reports(spec: PlatformSpec) -> list[PoolReport]:
+    """Per pool: what a node offers, how many jobs it takes and what binds it, what it costs."""
+    rows = []
+    for name, pool in sorted(spec.pools.items()):
+        node = spec.catalog[pool.node_type]
+        fits = [profile_fit(p, spec.profiles[p], pool, node) for p in spec.profiles_on(name)]
+        if fits:
+            tightest = min(fits, key=lambda f: f.jobs_per_node)
+            jobs, binding = tightest.jobs_per_node, tightest.binding
+        else:
+            jobs, binding = 0, "no CI jobs (system pool)" if not node.is_gpu else "no profile routed here"
+        sharing = pool.gpu_sharing
+        rows.append(
+            PoolReport(
+                pool=name,
+                node_type=pool.node_type,
+                zone=pool.zone,
+                min_size=pool.min_size,
+                max_size=pool.max_size,
+                allocatable_cpu=str(node.allocatable_cpu),
+                allocatable_memory=format_gib(Fraction(node.allocatable_memory_bytes, 2**30)),
+                gpu=f"{node.gpus}x {node.gpu_model} {node.gpu_memory_gb} GB" if node.is_gpu else "-",
+                sharing=(
+                    f"{sharing.strategy} x{sharing.replicas}"
+                    if sharing and sharing.strategy != "none"
+                    else ("none" if node.is_gpu else "-")
+                ),
+                profiles=tuple(p.profile for p in fits),
+                jobs_per_node=jobs,
+                binding=binding,
+                max_concurrent_jobs=jobs * pool.max_size,
+                eur_per_hour_per_node=node.eur_per_hour,
+                idle_eur_per_hour=node.eur_per_hour * pool.min_size,
+            )
+        )
+    return rows
+
+
+def format_eur(amount: Fraction) -> str:
+    return f"{float(amount):.4f}"
+
+
+def render_pool_table(rows: list[PoolReport]) -> str:
+    """The capacity report as a fixed-width text table (what `python -m infra plan` prints)."""
+    header = (
+        "pool",
+        "node type",
+        "zone",
+        "nodes",
+        "allocatable",
+        "GPU sharing",
+        "profiles",
+        "jobs/node",
+        "bound by",
+        "EUR/h per node up",
+        "EUR/h idle",
+    )
+    body = [
+        (
+            r.pool,
+            r.node_type,
+            r.zone,
+            f"{r.min_size}-{r.max_size}",
+            f"{r.allocatable_cpu} CPU, {r.allocatable_memory}",
+            r.sharing,
+            ",".join(r.profiles) or "-",
+            str(r.jobs_per_node),
+            r.binding,
+            format_eur(r.eur_per_hour_per_node),
+            format_eur(r.idle_eur_per_hour),
+        )
+        for r in rows
+    ]
+    return render_table(header, body)
+
+
+def render_table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *body]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"

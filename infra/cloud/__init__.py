@@ -1,0 +1,1 @@
+"""Thin Pulumi ComponentResources that turn the spec and the rendered text into resources."""

@@ -1,0 +1,104 @@
+"""Run the real `__main__.py` once, in-process, under the recording mocks, and collect what it did.
+
+This is what `pulumi preview` would execute, minus the engine and the providers: the same program,
+the same stack config, every registration recorded with its inputs and options, every stack output
+resolved (and whether it is secret). Each run gets a fresh event loop and fresh Pulumi settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import runpy
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from infra.offline.mocks import RecordedResource, RecordingMocks, RecordingMonitor
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig
+
+
+@dataclass(frozen=True)
+class StackOutput:
+    value: Any
+    secret: bool
+
+
+@dataclass
+class ProgramRun:
+    """Everything one run registered, exported and logged."""
+
+    resources: list[RecordedResource]
+    outputs: dict[str, StackOutput]
+    logs: list[tuple[str, str]] = field(default_factory=list)
+    """(level, message) pairs the program logged through pulumi.log."""
+    error: BaseException | None = None
+    """What the program raised (e.g. pulumi.RunError for an invalid spec), when run with check=False."""
+
+    def by_type(self, type_token: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str, name: str) -> RecordedResource:
+        found = [r for r in self.resources if r.type == type_token and r.name == name]
+        if len(found) != 1:
+            names = sorted(r.name for r in self.by_type(type_token))
+            raise LookupError(f"{len(found)} {type_token} named {name!r}; registered: {names}")
+        return found[0]
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.levelname.lower(), record.getMessage()))
+
+
+def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py", *, check: bool = True) -> ProgramRun:
+    """Run `program` with `config`. What the program raises is re-raised, or kept in `error` if not `check`."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    handler = _ListHandler()
+    logger = logging.getLogger(f"gpu-ci.offline.{id(handler)}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    mocks = RecordingMocks()
+    monitor = RecordingMonitor(mocks)
+    try:
+        pulumi_mocks.set_mocks(
+            mocks, project=config.project, stack=config.stack, preview=False, logger=logger, monitor=monitor
+        )
+        pulumi.runtime.set_all_config(config.as_pulumi_config(), list(config.secret_keys))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # pulumiverse_scaleway's legacy modules
+            try:
+                _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+            except Exception as err:
+                if check:
+                    raise
+                return ProgramRun(list(monitor.recorded), {}, handler.records, err)
+            outputs = loop.run_until_complete(_resolve_outputs())
+        return ProgramRun(list(monitor.recorded), outputs, handler.records)
+    finally:
+        settings.reset_options()
+        pulumi.runtime.set_all_config({})
+        logger.removeHandler(handler)
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+async def _resolve_outputs() -> dict[str, StackOutput]:
+    root = settings.get_root_resource()
+    resolved = {}
+    for name, value in (getattr(root, "outputs", None) or {}).items():
+        output = pulumi.Output.from_input(value)
+        resolved[name] = StackOutput(await output.future(), await output.is_secret())
+    return resolved

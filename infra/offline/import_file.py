@@ -1,0 +1,92 @@
+"""`python -m infra import-file`: a `pulumi import --file` document for resources that already exist.
+
+The team's cluster and pools predate gpu-ci. Importing them under the names and parents this program
+uses (`kapsule-<pool>` under the `kapsule` component) lets the next `pulumi up` manage them instead of
+trying to create duplicates. The names are derived from the spec, so they cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any
+
+from infra.cloud_names import COMPONENT_NAME, KAPSULE_TOKEN, child_name
+from infra.offline.stack_config import load_stack_config
+from infra.spec.errors import SpecError
+from infra.spec.platform import load_spec
+
+_ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f-]{36}$")
+
+TYPES = {
+    "vpc": "scaleway:network/vpc:Vpc",
+    "pn": "scaleway:network/privateNetwork:PrivateNetwork",
+    "cluster": "scaleway:kubernetes/cluster:Cluster",
+    "pool": "scaleway:kubernetes/pool:Pool",
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("import-file", help="write a `pulumi import --file` document for existing resources")
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--pool", action="append", default=[], metavar="NAME=ID", help="existing pool (repeatable)")
+    parser.add_argument("--cluster", metavar="ID", help="existing cluster, to manage it (not just read it)")
+    parser.add_argument("--vpc", metavar="ID", help="the cluster's VPC (with --cluster)")
+    parser.add_argument("--private-network", metavar="ID", help="the cluster's private network (with --cluster)")
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        document = import_document(
+            load_spec(load_stack_config(args.stack).get("platform")),
+            pools=dict(_pair(p) for p in args.pool),
+            cluster=args.cluster,
+            vpc=args.vpc,
+            private_network=args.private_network,
+        )
+    except (SpecError, ValueError, FileNotFoundError) as err:
+        for line in str(err).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    json.dump(document, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def import_document(
+    spec: Any,
+    pools: dict[str, str],
+    cluster: str | None = None,
+    vpc: str | None = None,
+    private_network: str | None = None,
+) -> dict[str, Any]:
+    """The import file: the component as an empty parent, then each existing resource under it."""
+    resources: list[dict[str, Any]] = [{"type": KAPSULE_TOKEN, "name": COMPONENT_NAME, "component": True}]
+    wanted = [("vpc", "vpc", vpc), ("pn", "pn", private_network), ("cluster", "cluster", cluster)]
+    wanted += [("pool", pool, pool_id) for pool, pool_id in sorted(pools.items())]
+    for kind, suffix, resource_id in wanted:
+        if resource_id is None:
+            continue
+        if kind == "pool" and suffix not in spec.pools:
+            raise ValueError(
+                f"--pool {suffix}={resource_id}: no pool {suffix!r} in the spec ({', '.join(sorted(spec.pools))})"
+            )
+        if not _ID.match(resource_id):
+            raise ValueError(f"--{kind} {resource_id!r}: not a Scaleway id like fr-par/<uuid>")
+        resources.append({"type": TYPES[kind], "name": child_name(suffix), "id": resource_id, "parent": COMPONENT_NAME})
+    if cluster and spec.cluster.existing_id:
+        raise ValueError(
+            "--cluster: platform.cluster.existing_id is set, so the program only reads the cluster; "
+            "remove existing_id to manage (import) it"
+        )
+    return {"resources": resources}
+
+
+def _pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise ValueError(f"--pool {text!r}: expected NAME=ID")
+    return name, value

@@ -1,0 +1,233 @@
+"""Recording Pulumi mocks: every resource type the program may register, with realistic outputs.
+
+Each type the program uses is listed in `RESOURCE_TYPES` with the outputs the real provider would add
+(camelCase, the wire names) and the inputs worth showing in the plan table. An unregistered type or an
+unanswered invoke raises: a mock that accepts anything lets a wrong token pass unnoticed.
+
+The monitor records what the engine would receive for each registration: inputs (secrets still wrapped,
+so tests can tell a secret from a plain value) and resource options (protect, ignore_changes,
+delete_before_replace, dependencies, import id), which `Mocks.new_resource` alone never sees.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+OutputsFn = Callable[[pulumi_mocks.MockResourceArgs, str], dict[str, Any]]
+
+MOCK_KUBECONFIG_PREFIX = "apiVersion: v1\nkind: Config\n# mock kubeconfig of "
+"""Kubeconfigs handed out by the mocks start with this; the secrets audit looks for it."""
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """What the mocks know about one resource type token."""
+
+    key_inputs: tuple[str, ...] = ()
+    """Inputs (camelCase) shown in the plan's resource table."""
+    outputs: OutputsFn | None = None
+    """Extra outputs the provider computes, given the args and the resource id."""
+
+
+def _cluster_outputs(args: pulumi_mocks.MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    name = args.inputs.get("name") or args.name
+    region = resource_id.split("/", maxsplit=1)[0]
+    host = f"https://{resource_id.rsplit('/', maxsplit=1)[-1]}.api.k8s.{region}.scw.cloud:6443"
+    return {
+        "kubeconfigs": [
+            {
+                "configFile": f"{MOCK_KUBECONFIG_PREFIX}{name}\nclusters: [{{cluster: {{server: {host}}}}}]\n",
+                "host": host,
+                "token": f"mock-admin-token-{name}",
+                "clusterCaCertificate": "bW9jay1jYQ==",
+            }
+        ],
+        "apiserverUrl": host,
+        "status": "ready",
+        "wildcardDns": f"*.{resource_id.rsplit('/', maxsplit=1)[-1]}.nodes.k8s.{region}.scw.cloud",
+    }
+
+
+def _pool_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, Any]:
+    return {"status": "ready", "currentSize": args.inputs.get("size", 0), "nodes": []}
+
+
+RESOURCE_TYPES: dict[str, ResourceType] = {
+    "scaleway:network/vpc:Vpc": ResourceType(("name", "region")),
+    "scaleway:network/privateNetwork:PrivateNetwork": ResourceType(("name", "region", "ipv4Subnet")),
+    "scaleway:kubernetes/cluster:Cluster": ResourceType(
+        ("name", "type", "version", "cni", "region", "autoscalerConfig", "autoUpgrade"), _cluster_outputs
+    ),
+    "scaleway:kubernetes/pool:Pool": ResourceType(
+        (
+            "name",
+            "nodeType",
+            "zone",
+            "size",
+            "minSize",
+            "maxSize",
+            "autoscaling",
+            "rootVolumeSizeInGb",
+            "labels",
+            "taints",
+        ),
+        _pool_outputs,
+    ),
+    "pulumi:providers:kubernetes": ResourceType(("kubeconfig",)),
+}
+
+COMPONENT_PREFIX = "gpu-ci:infra:"
+"""Our own ComponentResources: registered like resources, with no provider behind them."""
+
+InvokeFn = Callable[[dict[str, Any]], dict[str, Any]]
+
+INVOKES: dict[str, InvokeFn] = {}
+"""Answers for the invokes (data sources) the program calls, by token."""
+
+
+@dataclass
+class RecordedResource:
+    """One registration as the engine would receive it."""
+
+    type: str
+    name: str
+    urn: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    """As sent: secret values are still wrapped (see `is_secret`)."""
+    options: dict[str, Any]
+    id: str | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def plain_inputs(self) -> dict[str, Any]:
+        """Inputs with secrets unwrapped, for asserting on values."""
+        return unwrap_secrets(self.inputs)
+
+
+def is_secret(value: Any) -> bool:
+    return rpc.is_rpc_secret(value)
+
+
+def unwrap_secrets(value: Any) -> Any:
+    if rpc.is_rpc_secret(value):
+        return unwrap_secrets(value["value"])
+    if isinstance(value, dict):
+        return {k: unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap_secrets(v) for v in value]
+    return value
+
+
+def mask_secrets(value: Any, mask: str = "[secret]") -> Any:
+    """The value with every secret replaced by `mask`: what may be shown or written."""
+    if rpc.is_rpc_secret(value):
+        return mask
+    if isinstance(value, dict):
+        return {k: mask_secrets(v, mask) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_secrets(v, mask) for v in value]
+    return value
+
+
+def mock_id(type_token: str, name: str, region: str = "fr-par") -> str:
+    """Deterministic ids shaped like the provider's (`fr-par/<uuid>` for Scaleway), stable across runs."""
+    stable = uuid.uuid5(uuid.NAMESPACE_URL, f"{type_token}::{name}")
+    return f"{region}/{stable}" if type_token.startswith("scaleway:") else str(stable)
+
+
+class RecordingMocks(pulumi_mocks.Mocks):
+    """Answers registrations and invokes from the tables above; raises on anything unknown."""
+
+    def __init__(self, region: str = "fr-par") -> None:
+        self.region = region
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ.startswith(COMPONENT_PREFIX) and not args.custom:
+            return None, {}
+        kind = RESOURCE_TYPES.get(args.typ)
+        if kind is None:
+            raise NotImplementedError(f"mocks: unknown resource type {args.typ!r}; add it to RESOURCE_TYPES")
+        region = str(unwrap_secrets(args.inputs.get("region")) or self.region)
+        resource_id = args.resource_id or mock_id(args.typ, args.name, region)
+        outputs = kind.outputs(args, resource_id) if kind.outputs else {}
+        return resource_id, {**args.inputs, **outputs}
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        answer = INVOKES.get(args.token)
+        if answer is None:
+            raise NotImplementedError(f"mocks: unknown invoke {args.token!r}; add it to INVOKES")
+        self.invokes.append((args.token, dict(args.args)))
+        return answer(dict(args.args)), None
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A MockMonitor that keeps each registration's inputs and options, in order."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[RecordedResource] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            registration = self.resources.get(response.urn)
+            self.recorded.append(
+                RecordedResource(
+                    type=request.type,
+                    name=request.name,
+                    urn=response.urn,
+                    parent=request.parent,
+                    custom=request.custom,
+                    inputs=rpc.deserialize_properties(request.object),
+                    options={
+                        "protect": request.protect,
+                        "ignore_changes": list(request.ignoreChanges),
+                        "delete_before_replace": request.deleteBeforeReplace,
+                        "dependencies": sorted(request.dependencies),
+                        "provider": request.provider,
+                        "import_id": request.importId,
+                        "additional_secret_outputs": list(request.additionalSecretOutputs),
+                        "read": False,
+                    },
+                    id=registration.id if registration else None,
+                    outputs=registration.state if registration else {},
+                )
+            )
+        return response
+
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().ReadResource(request)
+        registration = self.resources.get(response.urn)
+        self.recorded.append(
+            RecordedResource(
+                type=request.type,
+                name=request.name,
+                urn=response.urn,
+                parent=request.parent,
+                custom=True,
+                inputs=rpc.deserialize_properties(request.properties),
+                options={
+                    "read": True,
+                    "id": request.id,
+                    "provider": request.provider,
+                    "protect": False,
+                    "ignore_changes": [],
+                    "delete_before_replace": False,
+                    "dependencies": sorted(request.dependencies),
+                    "import_id": "",
+                    "additional_secret_outputs": list(request.additionalSecretOutputs),
+                },
+                id=request.id,
+                outputs=registration.state if registration else {},
+            )
+        )
+        return response

@@ -1,0 +1,182 @@
+"""`python -m infra plan`: the whole program under recording mocks, printed for a reader.
+
+No cloud account, credentials or Pulumi CLI: the stack's config is read from `Pulumi.<stack>.yaml`, the
+real `__main__.py` runs in-process, and every registered resource is listed with its key inputs, followed
+by the capacity report and the stack outputs. Secrets are shown as `[secret]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from infra.capacity import pool_reports, render_pool_table, render_table
+from infra.offline.harness import ProgramRun, run_program
+from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
+from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.render.artifacts import render_artifacts
+from infra.spec.errors import SpecError
+from infra.spec.platform import PlatformSpec, load_spec
+
+MAX_CELL = 110
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("plan", help="run the program offline under mocks and show what it would create")
+    parser.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml to use (default: dev)")
+    parser.add_argument("--config", type=Path, help="use this stack file instead of Pulumi.<stack>.yaml")
+    parser.add_argument("--out", type=Path, help="write the rendered artifacts to this directory")
+    parser.add_argument("--json", action="store_true", help="print a machine-readable plan (for diffs)")
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config = load_stack_config(args.stack, path=args.config)
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        spec = load_spec(config.get("platform"))
+        run = run_program(config)
+    except (SpecError, pulumi.RunError) as err:
+        for line in str(err).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    artifacts = render_artifacts(spec)
+    if args.out:
+        write_artifacts(args.out, artifacts)
+    if args.json:
+        json.dump(plan_document(config, spec, run), sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_plan(config, spec, run, args.out, artifacts))
+    return 0
+
+
+def write_artifacts(out: Path, artifacts: dict[str, str]) -> None:
+    for name, text in artifacts.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def ordered(run: ProgramRun) -> list[RecordedResource]:
+    """Registration order depends on the event loop; URN order is stable and groups children."""
+    return sorted(run.resources, key=lambda r: r.urn)
+
+
+def plan_document(config: StackConfig, spec: PlatformSpec, run: ProgramRun) -> dict[str, Any]:
+    """The plan as data, secrets masked: what `--json` prints and what MR diffs compare."""
+    return {
+        "project": config.project,
+        "stack": config.stack,
+        "resources": [
+            {
+                "type": r.type,
+                "name": r.name,
+                "urn": r.urn,
+                "custom": r.custom,
+                "inputs": displayable(r.inputs),
+                "options": {k: v for k, v in r.options.items() if k != "dependencies"},
+            }
+            for r in ordered(run)
+        ],
+        "outputs": {
+            name: "[secret]" if out.secret else displayable(out.value) for name, out in sorted(run.outputs.items())
+        },
+        "capacity": [row.as_json() for row in pool_reports(spec)],
+        "warnings": [message for level, message in run.logs if level == "warning"],
+    }
+
+
+def render_plan(
+    config: StackConfig, spec: PlatformSpec, run: ProgramRun, out: Path | None, artifacts: dict[str, str]
+) -> str:
+    resources = ordered(run)
+    rows = []
+    for r in resources:
+        lines = _pack(_key_inputs(r)) or [""]
+        rows.append((r.type, r.name + _flags(r), lines[0]))
+        rows.extend(("", "", line) for line in lines[1:])
+    parts = [
+        f"gpu-ci plan - stack {config.stack!r}, offline (Pulumi mocks: no cloud, no credentials, no CLI)\n\n",
+        f"Resources ({sum(1 for r in resources if r.custom)} resources, "
+        f"{sum(1 for r in resources if not r.custom)} components):\n",
+        render_table(("type", "name", "key inputs"), rows),
+        "\nCapacity (per node, while a pool is up):\n",
+        render_pool_table(pool_reports(spec)),
+    ]
+    warnings = [message for level, message in run.logs if level == "warning"]
+    if warnings:
+        parts.append("\nWarnings:\n" + "".join(f"  - {w}\n" for w in warnings))
+    parts.append("\nStack outputs:\n")
+    for name, output in sorted(run.outputs.items()):
+        shown = "[secret]" if output.secret else _compact(displayable(output.value))
+        parts.append(f"  {name} = {_clip(shown)}\n")
+    if out:
+        parts.append(f"\nArtifacts written to {out}: {', '.join(sorted(artifacts))}\n")
+    else:
+        parts.append(f"\nArtifacts (write them with --out DIR): {', '.join(sorted(artifacts))}\n")
+    return "".join(parts)
+
+
+def _flags(resource: RecordedResource) -> str:
+    flags = []
+    if resource.options.get("read"):
+        flags.append("read")
+    if resource.options.get("protect"):
+        flags.append("protected")
+    if resource.options.get("ignore_changes"):
+        flags.append("ignores " + ",".join(resource.options["ignore_changes"]))
+    return f" [{'; '.join(flags)}]" if flags else ""
+
+
+def _key_inputs(resource: RecordedResource) -> list[str]:
+    """One `key=value` cell per key input that is set, for continuation rows of the table."""
+    kind = RESOURCE_TYPES.get(resource.type)
+    if kind is None:
+        return []
+    shown = displayable(resource.inputs)
+    return [
+        _clip(f"{key}={_compact(shown[key])}") for key in kind.key_inputs if shown.get(key) not in (None, "", [], {})
+    ]
+
+
+def _pack(cells: list[str]) -> list[str]:
+    """Greedy-wrap cells into lines of at most MAX_CELL characters."""
+    lines: list[str] = []
+    for cell in cells:
+        if lines and len(lines[-1]) + 2 + len(cell) <= MAX_CELL:
+            lines[-1] += "  " + cell
+        else:
+            lines.append(cell)
+    return lines
+
+
+def displayable(value: Any) -> Any:
+    """Secrets masked, and whole numbers as ints (the wire carries every number as a double)."""
+    value = mask_secrets(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: displayable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [displayable(v) for v in value]
+    return value
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _clip(text: str) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"

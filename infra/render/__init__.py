@@ -1,0 +1,1 @@
+"""Pure text renderers: each turns the spec into one artifact (no Pulumi import)."""

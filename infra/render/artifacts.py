@@ -1,0 +1,21 @@
+"""Every rendered artifact of the platform, by file name: what `python -m infra plan --out DIR` writes.
+
+The Pulumi components publish the same texts (ConfigMaps, Helm values, repository files), produced by
+the same renderers, so what a reviewer reads offline is what `pulumi up` would ship.
+"""
+
+from __future__ import annotations
+
+import json
+
+from infra.capacity import pool_reports, render_pool_table
+from infra.spec.platform import PlatformSpec
+
+
+def render_artifacts(spec: PlatformSpec) -> dict[str, str]:
+    """File name -> content, for every artifact derived from the spec."""
+    rows = pool_reports(spec)
+    return {
+        "capacity.txt": render_pool_table(rows),
+        "capacity.json": json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True) + "\n",
+    }

@@ -1,0 +1,70 @@
+"""`platform.catalog` and `platform.allocatable_reserve`: overrides of the built-in node catalogue."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+from pydantic import Field
+
+from infra.catalog import BUILTIN_CATALOG, DEFAULT_RESERVE_CPU, DEFAULT_RESERVE_MEMORY, Catalog, NodeType
+from infra.spec.base import CpuQuantity, MemoryQuantity, SpecModel
+
+
+class ReserveSpec(SpecModel):
+    """What a node keeps for itself (kubelet, system, eviction threshold, DaemonSets): an assumption."""
+
+    cpu: CpuQuantity = DEFAULT_RESERVE_CPU
+    memory: MemoryQuantity = DEFAULT_RESERVE_MEMORY
+
+
+class NodeTypeSpec(SpecModel):
+    """A node type's figures; for a built-in type, only the fields given replace the catalogue's."""
+
+    vcpus: int | None = Field(None, ge=1)
+    memory_gib: int | None = Field(None, ge=1)
+    gpus: int | None = Field(None, ge=0)
+    gpu_model: str | None = None
+    gpu_memory_gb: int | None = Field(None, ge=0)
+    eur_per_hour: Decimal | None = Field(None, ge=0)
+    zones: tuple[str, ...] | None = None
+    reserve: ReserveSpec | None = None
+
+    def missing_for_new_type(self) -> list[str]:
+        """Fields a type absent from the built-in catalogue must state."""
+        required = ("vcpus", "memory_gib", "gpus", "eur_per_hour")
+        return [name for name in required if getattr(self, name) is None]
+
+
+def build_catalog(overrides: dict[str, NodeTypeSpec], reserve: ReserveSpec) -> Catalog:
+    """The built-in catalogue with the stack's default reserve, then its per-type overrides."""
+    catalog = BUILTIN_CATALOG
+    for name in catalog.names():
+        catalog = catalog.with_override(name, reserve_cpu=reserve.cpu, reserve_memory=reserve.memory)
+    for name, spec in sorted(overrides.items()):
+        if name not in catalog and spec.missing_for_new_type():
+            continue  # incomplete new type: reported by the spec's checks
+        fields: dict[str, object] = {
+            key: value
+            for key, value in (
+                ("vcpus", spec.vcpus),
+                ("memory_gib", spec.memory_gib),
+                ("gpus", spec.gpus),
+                ("gpu_model", spec.gpu_model),
+                ("gpu_memory_gb", spec.gpu_memory_gb),
+                ("eur_per_hour", Fraction(spec.eur_per_hour) if spec.eur_per_hour is not None else None),
+                ("zones", frozenset(spec.zones) if spec.zones is not None else None),
+            )
+            if value is not None
+        }
+        node_reserve = spec.reserve or reserve
+        fields.update(reserve_cpu=node_reserve.cpu, reserve_memory=node_reserve.memory)
+        if name not in catalog:
+            fields.setdefault("gpu_model", None)
+            fields.setdefault("gpu_memory_gb", 0)
+            fields.setdefault("zones", None)
+        catalog = catalog.with_override(name, **fields)
+    return catalog
+
+
+__all__ = ["NodeType", "NodeTypeSpec", "ReserveSpec", "build_catalog"]

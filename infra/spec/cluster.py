@@ -1,0 +1,85 @@
+"""`platform.cluster`: the Kapsule cluster, its network and its autoscaler."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from infra.spec.base import Duration, SpecModel
+
+_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_EXISTING_ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+Weekday = Literal["any", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+class AutoscalerSpec(SpecModel):
+    """Cluster-autoscaler settings. GPU minutes are billed, so the defaults scale down soon after jobs end."""
+
+    scale_down_unneeded_time: Duration = "5m"
+    """How long a node must be unneeded before removal (API default 10m)."""
+    scale_down_delay_after_add: Duration = "5m"
+    """Pause before scale-down is considered again after a scale-up (API default 10m)."""
+    scale_down_utilization_threshold: float = Field(0.5, gt=0, le=1)
+    expander: Literal["random", "most_pods", "least_waste", "priority", "price"] = "least_waste"
+    ignore_daemonsets_utilization: bool = True
+    """GPU operator DaemonSets sit on every GPU node; they must not keep it up."""
+    balance_similar_node_groups: bool = False
+    expendable_pods_priority_cutoff: int = 0
+    max_graceful_termination_sec: int = Field(600, ge=0)
+
+
+class AutoUpgradeSpec(SpecModel):
+    """Patch-version auto upgrades in a weekly 2-hour window (needs a minor `version`, e.g. 1.35)."""
+
+    enable: bool = True
+    maintenance_window_day: Weekday = "sunday"
+    maintenance_window_start_hour: int = Field(3, ge=0, le=23)
+
+
+class ClusterSpec(SpecModel):
+    """The Kapsule cluster, or the id of an existing one to adopt."""
+
+    name: str = "gpu-ci"
+    version: str = "1.35"
+    cni: Literal["cilium", "calico", "kilo", "none"] = "cilium"
+    type: Literal["kapsule", "kapsule-dedicated-4", "kapsule-dedicated-8", "kapsule-dedicated-16"] = "kapsule"
+    description: str = "GPU CI platform (GitLab runner + GPU pools), managed by Pulumi"
+    tags: tuple[str, ...] = ("gpu-ci", "managed-by-pulumi")
+    existing_id: str | None = None
+    """Adopt this cluster (`<region>/<uuid>`) instead of creating one; pools are still created in it."""
+    protect: bool = True
+    """Pulumi refuses to delete a protected cluster (`pulumi state unprotect` first)."""
+    private_network_subnet: str | None = None
+    """IPv4 subnet of the private network (CIDR); None lets Scaleway pick one."""
+    autoscaler: AutoscalerSpec = AutoscalerSpec()
+    auto_upgrade: AutoUpgradeSpec | None = None
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        if not _VERSION.match(value):
+            raise ValueError("not a Kubernetes version like 1.35 or 1.35.3")
+        return value
+
+    @field_validator("existing_id")
+    @classmethod
+    def _existing_id(cls, value: str | None) -> str | None:
+        if value is not None and not _EXISTING_ID.match(value):
+            raise ValueError("not a Kapsule cluster id like fr-par/11111111-2222-3333-4444-555555555555")
+        return value
+
+    @field_validator("private_network_subnet")
+    @classmethod
+    def _subnet(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                net = ipaddress.IPv4Network(value)
+            except ValueError as err:
+                raise ValueError(f"not an IPv4 CIDR ({err})") from None
+            if not net.is_private:
+                raise ValueError("must be a private (RFC 1918) range")
+        return value

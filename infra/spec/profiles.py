@@ -1,0 +1,58 @@
+"""`platform.profiles`: workload profiles, the routing of model families to pools."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from infra.spec.base import CpuQuantity, MemoryQuantity, SpecModel
+
+_TEMPLATE = re.compile(r"^\.[a-z0-9][a-z0-9_-]*$")
+_FAMILY = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ProfileSpec(SpecModel):
+    """A class of CI jobs: which pool they run on and what each job asks of it."""
+
+    pool: str
+    families: tuple[str, ...] = Field(min_length=1)
+    """Model families routed here (lower case): job names such as `train-validate-dqn` name them."""
+    template: str
+    """The hidden CI job that carries the routing (e.g. `.train-rl-base`); jobs `extends:` it."""
+    cpu_request: CpuQuantity
+    cpu_limit: CpuQuantity
+    memory_request: MemoryQuantity
+    memory_limit: MemoryQuantity
+    gpu_memory_gb: float | None = Field(None, gt=0)
+    """GPU memory a job needs, if known: checked against the per-replica share under MPS."""
+    variables: dict[str, str] = Field(default_factory=dict)
+    """Extra CI variables of the profile's template (e.g. HYPEROPT_EPOCHS)."""
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        if not _TEMPLATE.match(value):
+            raise ValueError("a hidden GitLab CI job name starts with '.', then a-z, 0-9, '-' or '_'")
+        return value
+
+    @field_validator("families")
+    @classmethod
+    def _families(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for family in value:
+            if not _FAMILY.match(family):
+                raise ValueError(f"family {family!r} must be lower case a-z, 0-9 or '_'")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a family twice")
+        return value
+
+    @field_validator("variables")
+    @classmethod
+    def _variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not _VARIABLE.match(name):
+                raise ValueError(f"variable name {name!r} is not a valid CI variable name")
+            if name.startswith("KUBERNETES_"):
+                raise ValueError(f"{name} is derived from the profile's requests and pool; do not set it here")
+        return value

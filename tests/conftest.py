@@ -1,0 +1,55 @@
+"""Shared fixtures: a fresh event loop per test, Pulumi mocks that reset, and the dev stack's config."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pulumi.runtime import mocks as runtime_mocks
+from pulumi.runtime import settings
+
+from infra.offline.mocks import RecordingMocks, RecordingMonitor
+from infra.offline.stack_config import StackConfig, load_stack_config
+
+# A test that forgets the `pulumi_mocks` fixture must not inherit another test's monitor.
+settings.reset_options()
+
+
+@pytest.fixture(autouse=True)
+def _event_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A new event loop per test: Pulumi binds futures to the current loop, and a loop shared between
+    tests leaks pending registrations from one test into the next (and fails outright on Python 3.14)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    asyncio.set_event_loop(None)
+    loop.close()
+
+
+@pytest.fixture
+def pulumi_mocks() -> Iterator[RecordingMonitor]:
+    """Mocks for component tests; set_mocks is process-global and Pulumi has no unset, hence the reset."""
+    monitor = RecordingMonitor(RecordingMocks())
+    runtime_mocks.set_mocks(monitor.mocks, project="gpu-ci", stack="test", preview=False, monitor=monitor)
+    yield monitor
+    settings.reset_options()
+
+
+@pytest.fixture(scope="session")
+def dev_stack() -> StackConfig:
+    """The committed Pulumi.dev.yaml: the dev stack's config is what the whole-program tests run."""
+    return load_stack_config("dev")
+
+
+@pytest.fixture
+def dev_platform(dev_stack: StackConfig) -> dict[str, Any]:
+    """A private copy of the dev `platform` object, for tests that break or extend it."""
+    return copy.deepcopy(dev_stack.get("platform"))

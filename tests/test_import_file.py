@@ -1,0 +1,45 @@
+"""`python -m infra import-file`: names and parents in the import file match what the program registers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.__main__ import main
+from infra.offline.harness import run_program
+from infra.offline.stack_config import StackConfig
+
+POOL_ID = "fr-par/0b5e1f4c-2d7a-4c1e-9a4e-3f1c2b7d9e10"
+
+
+def test_import_file_targets_the_urns_the_program_uses(
+    capsys: pytest.CaptureFixture[str], dev_stack: StackConfig
+) -> None:
+    assert main(["import-file", "--pool", f"ci-training={POOL_ID}"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    component, pool = document["resources"]
+    assert component == {"type": "gpu-ci:infra:KapsuleCluster", "name": "kapsule", "component": True}
+    assert pool == {
+        "type": "scaleway:kubernetes/pool:Pool",
+        "name": "kapsule-ci-training",
+        "id": POOL_ID,
+        "parent": "kapsule",
+    }
+    registered = run_program(dev_stack).one(pool["type"], pool["name"])
+    assert registered.urn.endswith("gpu-ci:infra:KapsuleCluster$scaleway:kubernetes/pool:Pool::kapsule-ci-training")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--pool", f"ci-gpu={POOL_ID}"], "no pool 'ci-gpu' in the spec"),
+        (["--pool", "ci-compile=12"], "not a Scaleway id like fr-par/<uuid>"),
+        (["--pool", "ci-compile"], "expected NAME=ID"),
+    ],
+)
+def test_import_file_rejects_unknown_pools_and_ids(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["import-file", *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -1,0 +1,64 @@
+"""`python -m infra plan`: the offline plan a newcomer runs first and a reviewer reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.__main__ import main
+from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
+
+
+def test_plan_lists_every_resource_capacity_and_outputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["plan", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for name in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster [protected]", "kapsule-system", "kapsule-k8s"):
+        assert name in out
+    assert "kapsule-ci-compile [ignores size]" in out
+    assert "nodeType=L40S-1-48G" in out
+    assert "ci-compile   L4-1-24G    fr-par-2  0-1    7 CPU, 44 GiB  time-slicing x2  rl          2" in out
+    assert "kubeconfig = [secret]" in out
+    assert "kubeconfig=[secret]" in out  # the provider's input, in the resource table
+    assert MOCK_KUBECONFIG_PREFIX.splitlines()[0] not in out
+    assert "overcommits" in out  # the warning
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert "capacity.txt" in written and "capacity.json" in written
+    assert json.loads((tmp_path / "capacity.json").read_text())[0]["pool"] == "ci-compile"
+
+
+def test_plan_json_is_complete_and_masks_secrets(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["stack"] == "dev"
+    names = {r["name"] for r in document["resources"]}
+    assert {"kapsule-cluster", "kapsule-ci-compile", "kapsule-ci-training", "kapsule-system"} <= names
+    provider = next(r for r in document["resources"] if r["type"] == "pulumi:providers:kubernetes")
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+    assert document["outputs"]["kubeconfig"] == "[secret]"
+    pool = next(r for r in document["resources"] if r["name"] == "kapsule-ci-training")
+    assert pool["inputs"]["maxSize"] == 1 and isinstance(pool["inputs"]["maxSize"], int)
+    assert pool["options"]["ignore_changes"] == ["size"]
+    assert MOCK_KUBECONFIG_PREFIX.splitlines()[0] not in json.dumps(document)
+
+
+def test_plan_rejects_bad_config_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, dev_platform: dict[str, Any]
+) -> None:
+    dev_platform["profiles"]["rl"]["pool"] = "ci-gpu"
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": dev_platform}}))
+    assert main(["plan", "--config", str(stack_file)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "error: platform.profiles.rl.pool='ci-gpu': no such pool (pools: ci-compile, ci-training, system)\n"
+    )
+
+
+def test_plan_names_a_missing_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "nope"]) == 2
+    assert "no stack file Pulumi.nope.yaml" in capsys.readouterr().err
