@@ -15,11 +15,12 @@ from typing import Any
 
 import pulumi
 
-from infra.capacity import pool_reports, render_pool_table, render_table
+from infra.capacity import pool_reports, render_table
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.stack_config import StackConfig, load_stack_config
 from infra.render.artifacts import render_artifacts
+from infra.render.report import render_report
 from infra.spec.errors import SpecError
 from infra.spec.platform import PlatformSpec, load_spec
 
@@ -91,6 +92,7 @@ def plan_document(config: StackConfig, spec: PlatformSpec, run: ProgramRun) -> d
             name: "[secret]" if out.secret else displayable(out.value) for name, out in sorted(run.outputs.items())
         },
         "capacity": [row.as_json() for row in pool_reports(spec)],
+        "report": render_report(spec),
         "warnings": [message for level, message in run.logs if level == "warning"],
     }
 
@@ -109,8 +111,8 @@ def render_plan(
         f"Resources ({sum(1 for r in resources if r.custom)} resources, "
         f"{sum(1 for r in resources if not r.custom)} components):\n",
         render_table(("type", "name", "key inputs"), rows),
-        "\nCapacity (per node, while a pool is up):\n",
-        render_pool_table(pool_reports(spec)),
+        "\n",
+        render_report(spec),
     ]
     warnings = [message for level, message in run.logs if level == "warning"]
     if warnings:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from infra.capacity import pool_reports, render_pool_table
+from infra.capacity import pool_reports
+from infra.render.report import render_report
 from infra.spec.platform import PlatformSpec
 
 
@@ -16,6 +17,6 @@ def render_artifacts(spec: PlatformSpec) -> dict[str, str]:
     """File name -> content, for every artifact derived from the spec."""
     rows = pool_reports(spec)
     return {
-        "capacity.txt": render_pool_table(rows),
+        "capacity.txt": render_report(spec),
         "capacity.json": json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True) + "\n",
     }
