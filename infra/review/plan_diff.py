@@ -1,0 +1,272 @@
+"""Compare two offline plans (`python -m infra plan --json`) resource by resource, keyed by URN.
+
+For merge requests whose pipeline has no cloud access (forks, unprotected branches): the base and the
+head are each planned offline, and this says what the head would create, delete or change, laid out like
+`pulumi preview --diff` (same markers, same `Resources:` summary), so one summary parser and one note
+template serve both. It compares what the program would *send* (inputs and resource options); it cannot
+see the cloud's state, nor tell an in-place update from a replacement: `pulumi preview` can.
+
+Secrets: the plans already show every secret as "[secret]" (`plan --json` masks them before writing)
+and this module reads nothing else, so a secret can neither appear here nor be compared.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+OPS: Final = ("create", "update", "delete")
+"""Operations in the order `pulumi preview` prints them, with its markers below."""
+MARKERS: Final = {"create": "+", "update": "~", "delete": "-"}
+
+IDENTITY_KEYS: Final = ("name", "pool", "key")
+"""A list of objects that all carry one of these (unique) is compared by it, not by position: inserting
+a pool or an env var then changes one entry, not every entry after it."""
+
+DEFAULT_OPTIONS: Final[dict[str, Any]] = {
+    "protect": False,
+    "ignore_changes": [],
+    "delete_before_replace": False,
+    "import_id": "",
+    "read": False,
+    "additional_secret_outputs": [],
+}
+"""Resource options a created resource is listed with only when they differ from these defaults."""
+
+INDENT: Final = "    "
+
+
+class PlanDocumentError(ValueError):
+    """The file is not a plan document written by `python -m infra plan --json`."""
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+"""The value of a path on the side where it does not exist."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One leaf that differs: `path` in the inputs (or options), `old` and/or `new` (else MISSING)."""
+
+    path: str
+    old: Any = MISSING
+    new: Any = MISSING
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    op: str
+    """`create`, `update` or `delete`."""
+    urn: str
+    type: str
+    name: str
+    inputs: tuple[Change, ...] = ()
+    options: tuple[Change, ...] = ()
+    protected: bool = False
+    """A deleted resource that is protected in the base: `pulumi up` refuses until it is unprotected."""
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    stack: str
+    resources: tuple[ResourceChange, ...]
+    unchanged: int
+    outputs: tuple[Change, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.resources and not self.outputs
+
+    def counts(self) -> dict[str, int]:
+        """Resources per operation, only the operations that occur, in OPS order."""
+        counts = {op: sum(1 for r in self.resources if r.op == op) for op in OPS}
+        return {op: n for op, n in counts.items() if n}
+
+
+def check_document(document: Any, what: str) -> Mapping[str, Any]:
+    """The document, if it has the shape of a plan (resources with URNs, outputs); else PlanDocumentError."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("resources"), list):
+        raise PlanDocumentError(f"{what}: not a plan document (python -m infra plan --json): no 'resources' list")
+    urns = [r.get("urn") if isinstance(r, Mapping) else None for r in document["resources"]]
+    if not all(isinstance(urn, str) and urn for urn in urns):
+        raise PlanDocumentError(f"{what}: a resource has no 'urn'")
+    if len(set(urns)) != len(urns):
+        raise PlanDocumentError(f"{what}: duplicate URNs")
+    if not isinstance(document.get("outputs", {}), Mapping):
+        raise PlanDocumentError(f"{what}: 'outputs' is not an object")
+    return document
+
+
+def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
+    """What the head plan changes relative to the base plan, resource by resource (by URN)."""
+    before = {r["urn"]: r for r in base["resources"]}
+    after = {r["urn"]: r for r in head["resources"]}
+    changes: list[ResourceChange] = []
+    unchanged = 0
+    for urn in sorted(before.keys() | after.keys()):
+        old, new = before.get(urn), after.get(urn)
+        if old is None:
+            changes.append(_created(after[urn]))
+        elif new is None:
+            changes.append(
+                ResourceChange("delete", urn, old["type"], old["name"], protected=bool(_options(old).get("protect")))
+            )
+        else:
+            inputs = diff_values(old.get("inputs") or {}, new.get("inputs") or {})
+            options = diff_values(_options(old), _options(new))
+            if inputs or options:
+                changes.append(ResourceChange("update", urn, new["type"], new["name"], inputs, options))
+            else:
+                unchanged += 1
+    outputs = diff_values(base.get("outputs") or {}, head.get("outputs") or {})
+    return PlanDiff(str(head.get("stack", "")), tuple(changes), unchanged, outputs)
+
+
+def _options(resource: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in (resource.get("options") or {}).items() if k != "dependencies"}
+
+
+def _created(resource: Mapping[str, Any]) -> ResourceChange:
+    inputs = tuple(Change(path, new=value) for path, value in flatten(resource.get("inputs") or {}).items())
+    options = tuple(
+        Change(key, new=value)
+        for key, value in sorted(_options(resource).items())
+        if key in DEFAULT_OPTIONS and value != DEFAULT_OPTIONS[key]
+    )
+    return ResourceChange("create", resource["urn"], resource["type"], resource["name"], inputs, options)
+
+
+def diff_values(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[Change, ...]:
+    """Leaf-by-leaf differences between two nested values, by path, in path order."""
+    before, after = flatten(old), flatten(new)
+    return tuple(
+        Change(path, before.get(path, MISSING), after.get(path, MISSING))
+        for path in sorted(before.keys() | after.keys())
+        if before.get(path, MISSING) != after.get(path, MISSING)
+    )
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Leaves by path: `autoscalerConfig.expander`, `labels["k8s.scaleway.com/x"]`, `capacity[pool=ci-compile]`.
+
+    Lists of scalars are one leaf (a reorder is a change of the list); lists of objects with a unique
+    identity key are keyed by it; other lists by position. Empty containers are leaves, so that a key
+    that appears empty is still a change.
+    """
+    if isinstance(value, Mapping):
+        if not value:
+            return {prefix: {}} if prefix else {}
+        leaves: dict[str, Any] = {}
+        for key in sorted(value, key=str):
+            leaves.update(flatten(value[key], _join(prefix, str(key))))
+        return leaves
+    if isinstance(value, list) and value and not all(_is_scalar(item) for item in value):
+        identity = _identity_key(value)
+        leaves = {}
+        for index, item in enumerate(value):
+            if identity:  # the identity is in the path already
+                rest = {k: v for k, v in item.items() if k != identity}
+                leaves.update(flatten(rest, f"{prefix}[{identity}={item[identity]}]"))
+            else:
+                leaves.update(flatten(item, f"{prefix}[{index}]"))
+        return leaves
+    return {prefix: value}
+
+
+def _is_scalar(value: Any) -> bool:
+    return not isinstance(value, (Mapping, list))
+
+
+def _identity_key(items: list[Any]) -> str | None:
+    for key in IDENTITY_KEYS:
+        if all(isinstance(item, Mapping) and key in item and _is_scalar(item[key]) for item in items):
+            values = [item[key] for item in items]
+            if len(set(map(str, values))) == len(values):
+                return key
+    return None
+
+
+def _join(prefix: str, key: str) -> str:
+    plain = key.replace("_", "").replace("-", "").isalnum()
+    segment = key if plain else json.dumps(key)
+    if not prefix:
+        return segment
+    return f"{prefix}.{segment}" if plain else f"{prefix}[{segment}]"
+
+
+def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "head") -> str:
+    """The diff as text in `pulumi preview --diff`'s layout: markers in column 0, a `Resources:` summary."""
+    header = [
+        f"Offline plan diff of stack {diff.stack!r}: {base_label} -> {head_label}",
+        "(what the program would send, compared by URN; secrets show as [secret] and are not compared)",
+    ]
+    blocks = [header, [line for resource in diff.resources for line in _render_resource(resource)]]
+    if diff.outputs:
+        blocks.append(["Outputs:", *(line for change in diff.outputs for line in _render_change(change, "  "))])
+    counts = diff.counts()
+    summary = ["Resources:", *(f"{INDENT}{MARKERS[op]} {n} to {op}" for op, n in counts.items())]
+    tail = []
+    if len(counts) >= 2:
+        total = sum(counts.values())
+        tail.append(f"{total} change{'s' if total != 1 else ''}")
+    if diff.unchanged:
+        tail.append(f"{diff.unchanged} unchanged")
+    if tail:
+        summary.append(INDENT + ". ".join(tail))
+    blocks.append(summary)
+    return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"
+
+
+def _render_resource(resource: ResourceChange) -> list[str]:
+    note = f"({resource.op})"
+    if resource.op == "delete" and resource.protected:
+        note = "(delete; protected: `pulumi up` refuses until it is unprotected)"
+    lines = [f"{MARKERS[resource.op]} {resource.type}  {resource.name}  {note}", f"{INDENT}[urn={resource.urn}]"]
+    for change in resource.inputs:
+        lines.extend(_render_change(change))
+    for change in resource.options:
+        lines.extend(_render_change(Change(f"[option] {change.path}", change.old, change.new)))
+    return lines
+
+
+def _render_change(change: Change, indent: str = INDENT) -> list[str]:
+    old, new = change.old, change.new
+    if _is_text(old) and _is_text(new):
+        lines = [f"~{indent}{change.path}: (text)"]
+        hunks = 0
+        for line in list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2))[2:]:
+            if line.startswith("@@"):
+                hunks += 1
+                if hunks > 1:
+                    lines.append(f" {indent}    ...")
+            else:
+                lines.append(f"{line[:1] or ' '}{indent}    {line[1:]}")
+        return lines
+    lines = []
+    if old is not MISSING:
+        lines.extend(_render_value("-", indent, change.path, old))
+    if new is not MISSING:
+        lines.extend(_render_value("+", indent, change.path, new))
+    return lines
+
+
+def _render_value(marker: str, indent: str, path: str, value: Any) -> list[str]:
+    if isinstance(value, str) and "\n" in value:
+        return [f"{marker}{indent}{path}: |", *(f"{marker}{indent}    {line}" for line in value.splitlines())]
+    return [f"{marker}{indent}{path}: {_format(value)}"]
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and "\n" in value
+
+
+def _format(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "), default=str)
