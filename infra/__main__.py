@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from infra.offline import import_file, plan
-from infra.review import plan_diff_cmd
+from infra.review import mr_note_cmd, plan_diff_cmd
 
-COMMANDS = (plan, import_file, plan_diff_cmd)
+COMMANDS = (plan, import_file, plan_diff_cmd, mr_note_cmd)
 """Modules with `add_parser(subparsers)`; each sets `handler` on its parser."""
 
 

@@ -1,0 +1,124 @@
+"""`python -m infra mr-note`: post, or update in place, the merge request's one preview note.
+
+It reads the diff (`--preview`: `pulumi preview --diff` output; or `--plan-diff`: `python -m infra
+plan-diff` output), the head's plan for the capacity report and warnings (`--plan`), and GitLab CI's
+predefined variables for where to post. The token is read from an environment variable
+(GITLAB_NOTE_TOKEN by default), never from a flag, so it stays out of process lists and job logs.
+Without a token (a fork's pipeline) the note is printed instead, and the job does not fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, marker, render_no_changes, render_note
+
+TOKEN_VARIABLE = "GITLAB_NOTE_TOKEN"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "mr-note", help="post or update the merge request's preview note (one per merge request and stack)"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--preview", metavar="FILE", help="`pulumi preview --diff` output ('-': stdin)")
+    source.add_argument("--plan-diff", metavar="FILE", help="`python -m infra plan-diff` output ('-': stdin)")
+    parser.add_argument("--plan", type=Path, metavar="FILE", help="the head's plan --json: capacity report, warnings")
+    parser.add_argument("--exit-code", type=int, default=0, help="exit code of the command that wrote the diff")
+    parser.add_argument("--stack", help="stack name (default: $PULUMI_STACK, else the plan's stack, else dev)")
+    parser.add_argument("--max-lines", type=int, default=MAX_LINES, help="diff lines shown before truncating")
+    parser.add_argument("--dry-run", action="store_true", help="print the note instead of posting it")
+    where = parser.add_argument_group("where to post (defaults: GitLab CI's predefined variables)")
+    where.add_argument("--gitlab-url", help="GitLab base URL ($CI_SERVER_URL)")
+    where.add_argument("--project", help="the merge request's project id or path ($CI_MERGE_REQUEST_PROJECT_ID)")
+    where.add_argument("--mr", type=int, help="merge request IID ($CI_MERGE_REQUEST_IID)")
+    where.add_argument(
+        "--head-sha",
+        help="commit the diff is for; nothing is written if the MR has moved on "
+        "($CI_MERGE_REQUEST_SOURCE_BRANCH_SHA, else $CI_COMMIT_SHA)",
+    )
+    where.add_argument("--job-url", help="link for the full output ($CI_JOB_URL)")
+    where.add_argument(
+        "--token-variable", default=TOKEN_VARIABLE, help=f"environment variable holding the token ({TOKEN_VARIABLE})"
+    )
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    try:
+        text = _read_text(args.preview or args.plan_diff)
+        plan = json.loads(args.plan.read_text(encoding="utf-8")) if args.plan else {}
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    stack = args.stack or env.get("PULUMI_STACK") or plan.get("stack") or "dev"
+    note = NoteInput(
+        stack=stack,
+        text=text,
+        offline=args.plan_diff is not None,
+        exit_code=args.exit_code,
+        report=plan.get("report"),
+        warnings=tuple(plan.get("warnings") or ()),
+        commit=env.get("CI_COMMIT_SHORT_SHA"),
+        job_url=args.job_url or env.get("CI_JOB_URL"),
+    )
+    say = has_something_to_say(note)
+    body = render_note(note, max_lines=args.max_lines) if say else render_no_changes(note)
+    if args.dry_run:
+        sys.stdout.write(body)
+        return 0
+
+    url = args.gitlab_url or env.get("CI_SERVER_URL")
+    project = args.project or env.get("CI_MERGE_REQUEST_PROJECT_ID")
+    mr = args.mr or _int(env.get("CI_MERGE_REQUEST_IID"))
+    if not (url and project and mr):
+        print(
+            "error: not a merge request pipeline: set --gitlab-url, --project and --mr "
+            "(CI_SERVER_URL, CI_MERGE_REQUEST_PROJECT_ID, CI_MERGE_REQUEST_IID)",
+            file=sys.stderr,
+        )
+        return 2
+    token = env.get(args.token_variable, "")
+    if not token:
+        sys.stdout.write(body)
+        print(
+            f"mr-note: ${args.token_variable} is not set (a fork's pipeline has no project variables): "
+            "the note above was not posted",
+            file=sys.stderr,
+        )
+        return 0
+
+    # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay for it.
+    from infra.review.gitlab_notes import NoteError, Target, check_token, upsert_note  # noqa: PLC0415
+
+    target = Target(url, project, mr)
+    head_sha = args.head_sha or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA") or env.get("CI_COMMIT_SHA")
+    try:
+        check_token(token, env.get("CI_JOB_TOKEN"))
+        outcome = upsert_note(target, token, marker(stack), body, create=say, head_sha=head_sha)
+    except NoteError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    messages = {
+        "created": f"created note {outcome.note_id}",
+        "updated": f"updated note {outcome.note_id}",
+        "unchanged": f"note {outcome.note_id} already says this",
+        "skipped": "nothing to say and no earlier note: nothing posted",
+        "stale": f"not written: {outcome.detail}",
+    }
+    print(f"mr-note: {messages[outcome.action]} ({target.describe()})")
+    return 0
+
+
+def _read_text(name: str) -> str:
+    return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None

@@ -1,0 +1,206 @@
+"""The merge-request note: the preview diff (or the offline plan diff), the capacity report, the warnings.
+
+Pure: what to say and how, from text and plan data. Posting it is `gitlab_notes`'s job. One note per MR
+and stack, found again on the next push by the hidden marker on its first line.
+
+`pulumi preview --diff` and `python -m infra plan-diff` print the same layout (markers, a `Resources:`
+summary), so `summarize` reads both: it decides whether there is anything to say, and the headline.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+MAX_LINES: Final = 400
+"""Diff lines shown in the note; the rest is in the job log. A readability cap, far below GitLab's limit."""
+MAX_CHARS: Final = 60_000
+"""Characters of diff shown in the note (GitLab refuses notes over 1,000,000 characters)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_OP_LINE = re.compile(r"^\s+(?:[-+~<>=*]+\s*)?(\d+) to ([a-z][a-z-]*)\s*$")
+_UNCHANGED = re.compile(r"\b(\d+) unchanged\b")
+_OUTPUT_HEADERS = ("Outputs:", "--outputs:--")
+
+
+def marker(stack: str) -> str:
+    """The hidden first line that identifies this tool's note for `stack` on an MR."""
+    return f"<!-- gpu-ci:mr-note stack={stack} -->"
+
+
+@dataclass(frozen=True)
+class PreviewSummary:
+    """The `Resources:` summary of a preview (or offline diff), and whether stack outputs change."""
+
+    ops: dict[str, int] = field(default_factory=dict)
+    """Operation (`create`, `update`, `replace`, ...) to count, in printed order."""
+    unchanged: int = 0
+    outputs_changed: bool = False
+    found: bool = False
+    """A `Resources:` summary was printed (a failed preview prints none)."""
+
+    @property
+    def changes(self) -> bool:
+        return any(self.ops.values()) or self.outputs_changed
+
+    def describe(self) -> str:
+        """`1 to create, 2 to update, 10 unchanged` (or `no changes`)."""
+        parts = [f"{count} to {op}" for op, count in self.ops.items()]
+        if self.outputs_changed and not parts:
+            parts.append("stack outputs change")
+        if self.unchanged:
+            parts.append(f"{self.unchanged} unchanged")
+        return ", ".join(parts) or "no changes"
+
+
+def clean(text: str) -> str:
+    """Text without ANSI colours or carriage returns (in case a colour setting slipped through)."""
+    return _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def summarize(text: str) -> PreviewSummary:
+    """Read the last `Resources:` summary and any changed stack output of a preview's text."""
+    lines = clean(text).splitlines()
+    headers = [i for i, line in enumerate(lines) if line.strip() == "Resources:"]
+    ops: dict[str, int] = {}
+    unchanged = 0
+    if headers:
+        for line in lines[headers[-1] + 1 :]:
+            if not line.strip():
+                break
+            if match := _OP_LINE.match(line):
+                ops[match[2]] = ops.get(match[2], 0) + int(match[1])
+            elif match := _UNCHANGED.search(line):
+                unchanged = int(match[1])
+    return PreviewSummary(ops, unchanged, _outputs_changed(lines), bool(headers))
+
+
+def _outputs_changed(lines: list[str]) -> bool:
+    in_outputs = False
+    for line in lines:
+        stripped = line.strip()
+        if stripped in _OUTPUT_HEADERS:
+            in_outputs = True
+        elif not stripped:
+            in_outputs = False
+        elif in_outputs and stripped[0] in "+-~":
+            return True
+    return False
+
+
+def clip(text: str, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> tuple[str, int, int]:
+    """The first lines of `text` within both limits: (shown text, lines shown, lines in total)."""
+    lines = text.rstrip("\n").splitlines()
+    shown: list[str] = []
+    size = 0
+    for line in lines[:max_lines]:
+        if size + len(line) + 1 > max_chars:
+            break
+        shown.append(line)
+        size += len(line) + 1
+    return "\n".join(shown), len(shown), len(lines)
+
+
+def fenced(text: str, info: str = "") -> str:
+    """A code block whose fence is longer than any backtick run inside, so the text cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+@dataclass(frozen=True)
+class NoteInput:
+    """Everything a note says; all of it already masked (preview text, plan JSON)."""
+
+    stack: str
+    text: str
+    """`pulumi preview --diff` output, or `python -m infra plan-diff` output when `offline`."""
+    offline: bool = False
+    exit_code: int = 0
+    """Exit code of the command that printed `text` (a failed preview is worth a note)."""
+    report: str | None = None
+    """The capacity and cost report of the head (`report` of its `plan --json`)."""
+    warnings: tuple[str, ...] = ()
+    commit: str | None = None
+    job_url: str | None = None
+
+    @property
+    def summary(self) -> PreviewSummary:
+        return summarize(self.text)
+
+
+def has_something_to_say(note: NoteInput) -> bool:
+    """A failure, a change, or a preview whose summary cannot be read: worth a note. No change is not."""
+    summary = note.summary
+    return note.exit_code != 0 or not summary.found or summary.changes
+
+
+def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> str:
+    """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings."""
+    summary = note.summary
+    parts = [marker(note.stack), f"### Infrastructure preview: stack `{note.stack}`", "", _headline(note, summary)]
+    if note.offline:
+        parts += [
+            "",
+            "This pipeline has no cloud credentials (a fork, or a branch that does not receive the protected "
+            "variables), so this compares what the program would register at the base and at this commit "
+            "(`python -m infra plan --json`, under mocks), not the cloud's state: it cannot tell an in-place "
+            "update from a replacement. The `preview` job on the default branch shows that before `up`.",
+        ]
+    shown, shown_lines, total_lines = clip(clean(note.text), max_lines, max_chars)
+    title = "Offline plan diff" if note.offline else "<code>pulumi preview --diff</code>"
+    parts += ["", "<details open>", f"<summary>{title}</summary>", "", fenced(shown, "diff"), "", "</details>"]
+    if shown_lines < total_lines:
+        where = f"the [job log]({note.job_url})" if note.job_url else "the job log"
+        parts += ["", f"Showing the first {shown_lines} of {total_lines} lines: the full output is in {where}."]
+    if note.report:
+        report, _, _ = clip(note.report, max_lines, max_chars)
+        parts += [
+            "",
+            "<details open>",
+            "<summary>Capacity and cost at this commit</summary>",
+            "",
+            fenced(report),
+            "",
+            "</details>",
+        ]
+    if note.warnings:
+        warnings, _, _ = clip("\n".join(f"- {w}" for w in note.warnings), max_lines, max_chars)
+        parts += ["", "**Warnings** of the platform spec at this commit:", "", fenced(warnings)]
+    parts += ["", _footer()]
+    return "\n".join(parts) + "\n"
+
+
+def render_no_changes(note: NoteInput) -> str:
+    """What replaces an earlier note once the MR no longer changes anything (the old diff would mislead)."""
+    what = "the offline plan diff" if note.offline else "`pulumi preview`"
+    at = f" as of commit `{note.commit}`" if note.commit else ""
+    log = f" ([job log]({note.job_url}))" if note.job_url else ""
+    return (
+        "\n".join(
+            [
+                marker(note.stack),
+                f"### Infrastructure preview: stack `{note.stack}`",
+                "",
+                f"No infrastructure changes{at}: {what} reports {note.summary.describe()}{log}.",
+                "",
+                _footer(),
+            ]
+        )
+        + "\n"
+    )
+
+
+def _headline(note: NoteInput, summary: PreviewSummary) -> str:
+    at = f" at commit `{note.commit}`" if note.commit else ""
+    log = f" ([job log]({note.job_url}))" if note.job_url else ""
+    if note.exit_code != 0:
+        what = "The offline plan diff" if note.offline else "`pulumi preview`"
+        return f"**{what} failed** (exit code {note.exit_code}){at}{log}: its output is below."
+    what = "Offline plan diff" if note.offline else "`pulumi preview`"
+    return f"**{what}**{at}: {summary.describe()}{log}."
+
+
+def _footer() -> str:
+    return "<sub>Updated in place on each push by <code>python -m infra mr-note</code>.</sub>"

@@ -1,0 +1,216 @@
+"""A small GitLab on 127.0.0.1: the REST endpoints `mr-note` uses, served by a real HTTP server thread.
+
+It speaks what GitLab speaks to python-gitlab: `PRIVATE-TOKEN` authentication, `GET /api/v4/user`,
+`GET` a merge request, its notes listed page by page (`page`/`per_page`, `Link` headers, `sort`), created
+(`POST`) and updated (`PUT`). Like GitLab it answers 401 to an unknown token, 403 `insufficient_scope` to a
+token without the `api` scope that writes, 403 to a user editing someone else's note, 404 to an unknown
+merge request. Every request is recorded, so tests can say what was (not) sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+
+@dataclass(frozen=True)
+class Token:
+    user_id: int
+    username: str
+    scopes: frozenset[str]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    body: dict[str, Any] | None
+
+
+@dataclass
+class FakeGitLab:
+    """State of the fake: tokens, projects (id and path), merge requests (head sha) and their notes."""
+
+    tokens: dict[str, Token] = field(default_factory=dict)
+    projects: dict[str, int] = field(default_factory=dict)
+    """Project path (`group/name`) or id (as text) to numeric id."""
+    merge_requests: dict[tuple[int, int], str] = field(default_factory=dict)
+    """(project id, MR iid) to the MR's head sha."""
+    notes: dict[tuple[int, int], list[dict[str, Any]]] = field(default_factory=dict)
+    requests: list[Request] = field(default_factory=list)
+    url: str = ""
+    _next_id: int = 1000
+    _clock: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_note(self, project: int, iid: int, body: str, user_id: int, *, system: bool = False) -> int:
+        with self._lock:
+            return self._add_note(project, iid, body, user_id, system=system)
+
+    def _add_note(self, project: int, iid: int, body: str, user_id: int, *, system: bool = False) -> int:
+        self._next_id += 1
+        self._clock += 1
+        stamp = f"2026-12-01T10:{self._clock // 60:02d}:{self._clock % 60:02d}.000Z"
+        user = next((t for t in self.tokens.values() if t.user_id == user_id), None)
+        self.notes.setdefault((project, iid), []).append(
+            {
+                "id": self._next_id,
+                "body": body,
+                "author": {"id": user_id, "username": user.username if user else f"user{user_id}"},
+                "system": system,
+                "created_at": stamp,
+                "updated_at": stamp,
+                "noteable_type": "MergeRequest",
+                "noteable_iid": iid,
+            }
+        )
+        return self._next_id
+
+    def notes_of(self, project: int, iid: int) -> list[dict[str, Any]]:
+        return self.notes.get((project, iid), [])
+
+    def writes(self) -> list[Request]:
+        return [r for r in self.requests if r.method in ("POST", "PUT", "DELETE")]
+
+
+_MR = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/merge_requests/(?P<iid>\d+)$")
+_NOTES = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/merge_requests/(?P<iid>\d+)/notes$")
+_NOTE = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/merge_requests/(?P<iid>\d+)/notes/(?P<note>\d+)$")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests read `FakeGitLab.requests` instead."""
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def _handle(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        state = self.server.state
+        with state._lock:
+            state.requests.append(Request(method, parts.path, query, body))
+            status, payload, headers = self._route(state, method, parts.path, query, body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _route(  # noqa: PLR0911, PLR0912 - one branch per endpoint and per refusal, like the API it fakes
+        self, state: FakeGitLab, method: str, path: str, query: dict[str, str], body: dict[str, Any] | None
+    ) -> tuple[int, Any, dict[str, str]]:
+        token = state.tokens.get(self.headers.get("PRIVATE-TOKEN") or "")
+        if token is None:
+            return 401, {"message": "401 Unauthorized"}, {}
+        needed = {"api"} if method != "GET" else {"api", "read_api"}
+        if not needed & token.scopes:
+            return (
+                403,
+                {
+                    "error": "insufficient_scope",
+                    "error_description": "The request requires higher privileges than provided by the access token.",
+                    "scope": "api read_api" if method == "GET" else "api",
+                },
+                {},
+            )
+        if method == "GET" and path == "/api/v4/user":
+            return 200, {"id": token.user_id, "username": token.username, "bot": True}, {}
+        for pattern in (_NOTE, _NOTES, _MR):
+            if match := pattern.match(path):
+                break
+        else:
+            return 404, {"error": "404 Not Found"}, {}
+        project = state.projects.get(unquote(match["project"]))
+        iid = int(match["iid"])
+        if project is None or (project, iid) not in state.merge_requests:
+            return 404, {"message": "404 Not found"}, {}
+        if pattern is _MR and method == "GET":
+            return 200, {"iid": iid, "project_id": project, "sha": state.merge_requests[(project, iid)]}, {}
+        if pattern is _NOTES and method == "GET":
+            return self._list(state.notes_of(project, iid), query)
+        if pattern is _NOTES and method == "POST":
+            if not body or not body.get("body"):
+                return 400, {"message": "400 Bad request - body is missing"}, {}
+            note_id = state._add_note(project, iid, body["body"], token.user_id)
+            return 201, next(n for n in state.notes_of(project, iid) if n["id"] == note_id), {}
+        if pattern is _NOTE and method == "PUT":
+            note = next((n for n in state.notes_of(project, iid) if n["id"] == int(match["note"])), None)
+            if note is None:
+                return 404, {"message": "404 Note Not Found"}, {}
+            if note["author"]["id"] != token.user_id:
+                return 403, {"message": "403 Forbidden"}, {}
+            note["body"] = (body or {}).get("body", note["body"])
+            return 200, note, {}
+        return 405, {"message": "405 Method Not Allowed"}, {}
+
+    def _list(self, notes: list[dict[str, Any]], query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        """GitLab's offset pagination: `page`, `per_page` (default 20), `Link` with rel next/first/last."""
+        ordered = sorted(notes, key=lambda n: (n[query.get("order_by", "created_at")], n["id"]))
+        if query.get("sort", "desc") == "desc":
+            ordered.reverse()
+        per_page = min(int(query.get("per_page", 20)), 100)
+        page = int(query.get("page", 1))
+        pages = max(1, -(-len(ordered) // per_page))
+        base = f"http://{self.headers['Host']}{urlsplit(self.path).path}"
+
+        def link(number: int) -> str:
+            params = {**query, "page": str(number), "per_page": str(per_page)}
+            return base + "?" + "&".join(f"{k}={v}" for k, v in params.items())
+
+        links = [f'<{link(1)}>; rel="first"', f'<{link(pages)}>; rel="last"']
+        headers = {"X-Page": str(page), "X-Per-Page": str(per_page), "X-Total": str(len(ordered))}
+        headers["X-Total-Pages"] = str(pages)
+        if page < pages:
+            links.insert(0, f'<{link(page + 1)}>; rel="next"')
+            headers["X-Next-Page"] = str(page + 1)
+        headers["Link"] = ", ".join(links)
+        return 200, ordered[(page - 1) * per_page : page * per_page], headers
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, state: FakeGitLab) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.state = state
+
+
+class running:  # noqa: N801 - used as `with running(state) as gitlab:`
+    """Serve `state` on 127.0.0.1 (a free port) in a thread for the duration of the `with` block."""
+
+    def __init__(self, state: FakeGitLab) -> None:
+        self.state = state
+        self.server = _Server(state)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
+
+    def __enter__(self) -> FakeGitLab:
+        self.thread.start()
+        host, port = self.server.server_address[:2]
+        self.state.url = f"http://{host}:{port}"
+        return self.state
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)

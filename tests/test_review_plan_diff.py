@@ -1,0 +1,184 @@
+"""The offline plan diff: two `plan --json` documents compared by URN, printed like `pulumi preview --diff`."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.__main__ import main
+from infra.offline.harness import run_program
+from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
+from infra.offline.plan import plan_document
+from infra.offline.stack_config import StackConfig
+from infra.review.note import summarize
+from infra.review.plan_diff import (
+    MISSING,
+    Change,
+    PlanDocumentError,
+    check_document,
+    diff_plans,
+    flatten,
+    render_diff,
+)
+from infra.spec.platform import load_spec
+
+POOL = "scaleway:kubernetes/pool:Pool"
+
+
+def _urn(name: str, type_: str = POOL) -> str:
+    return f"urn:pulumi:dev::gpu-ci::gpu-ci:infra:KapsuleCluster${type_}::{name}"
+
+
+def _resource(name: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    return {
+        "type": POOL,
+        "name": name,
+        "urn": _urn(name),
+        "custom": True,
+        "inputs": inputs,
+        "options": {"protect": False, "ignore_changes": [], "delete_before_replace": False, **options},
+    }
+
+
+def _plan(*resources: dict[str, Any], outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"stack": "dev", "resources": list(resources), "outputs": outputs or {}}
+
+
+def test_resources_are_matched_by_urn() -> None:
+    base = _plan(
+        _resource("kapsule-a", {"maxSize": 1}),
+        _resource("kapsule-b", {"maxSize": 1}),
+        _resource("kapsule-gone", {"maxSize": 1}, protect=True),
+    )
+    head = _plan(
+        _resource("kapsule-a", {"maxSize": 1}),
+        _resource("kapsule-b", {"maxSize": 2}),
+        _resource("kapsule-new", {"maxSize": 1, "nodeType": "H100-1-80G"}, ignore_changes=["size"]),
+    )
+    diff = diff_plans(base, head)
+    assert [(r.op, r.name) for r in diff.resources] == [
+        ("update", "kapsule-b"),
+        ("delete", "kapsule-gone"),
+        ("create", "kapsule-new"),
+    ]
+    assert diff.resources[0].inputs == (Change("maxSize", 1, 2),)
+    assert diff.resources[1].protected
+    assert diff.resources[2].options == (Change("ignore_changes", MISSING, ["size"]),)  # defaults are not listed
+    assert diff.unchanged == 1
+    assert diff.counts() == {"create": 1, "update": 1, "delete": 1}
+
+
+def test_option_changes_count_as_updates() -> None:
+    diff = diff_plans(_plan(_resource("kapsule-a", {})), _plan(_resource("kapsule-a", {}, protect=True)))
+    assert [(r.op, r.inputs, r.options) for r in diff.resources] == [("update", (), (Change("protect", False, True),))]
+    assert "+    [option] protect: true" in render_diff(diff)
+
+
+def test_lists_of_named_objects_are_compared_by_name_not_position() -> None:
+    rows = [{"pool": "ci-compile", "jobs": 2}, {"pool": "system", "jobs": 0}]
+    grown = [rows[0], {"pool": "ci-h100", "jobs": 1}, rows[1]]
+    assert flatten({"capacity": rows}) == {
+        "capacity[pool=ci-compile].jobs": 2,
+        "capacity[pool=system].jobs": 0,
+    }
+    diff = diff_plans(_plan(outputs={"capacity": rows}), _plan(outputs={"capacity": grown}))
+    assert diff.outputs == (Change("capacity[pool=ci-h100].jobs", MISSING, 1),)
+    assert flatten({"args": [{"x": 1}, {"x": 1}]}) == {"args[0].x": 1, "args[1].x": 1}  # no identity: by position
+    assert flatten({"tags": ["b", "a"], "labels": {"k8s.scaleway.com/pool": "x"}, "empty": {}}) == {
+        "empty": {},
+        'labels["k8s.scaleway.com/pool"]': "x",
+        "tags": ["b", "a"],
+    }
+
+
+def test_multi_line_values_are_diffed_line_by_line() -> None:
+    old = '[[runners]]\nname = "x"\npoll_timeout = 600\nlimit = 4\n'
+    new = old.replace("600", "900")
+    diff = diff_plans(_plan(_resource("kapsule-a", {"config": old})), _plan(_resource("kapsule-a", {"config": new})))
+    text = render_diff(diff)
+    assert "~    config: (text)\n" in text
+    assert "-        poll_timeout = 600\n+        poll_timeout = 900\n" in text
+    assert "         limit = 4\n" in text  # context, unmarked
+
+
+def test_rendered_summary_reads_back_like_a_preview() -> None:
+    """One parser serves both: the note reads plan-diff's summary exactly as it reads pulumi's."""
+    base = _plan(_resource("kapsule-a", {"maxSize": 1}), _resource("kapsule-b", {}), _resource("kapsule-c", {}))
+    head = _plan(_resource("kapsule-a", {"maxSize": 2}), _resource("kapsule-c", {}), _resource("kapsule-d", {}))
+    diff = diff_plans(base, head)
+    summary = summarize(render_diff(diff))
+    assert summary.found and summary.ops == diff.counts() == {"create": 1, "update": 1, "delete": 1}
+    assert summary.unchanged == 1
+    assert "    3 changes. 1 unchanged\n" in render_diff(diff)
+    same = summarize(render_diff(diff_plans(base, base)))
+    assert (same.ops, same.unchanged, same.changes) == ({}, 3, False)
+
+
+def test_documents_that_are_not_plans_are_refused() -> None:
+    with pytest.raises(PlanDocumentError, match=r"^base\.json: not a plan document"):
+        check_document({"capacity": []}, "base.json")
+    with pytest.raises(PlanDocumentError, match="duplicate URNs"):
+        check_document(_plan(_resource("kapsule-a", {}), _resource("kapsule-a", {})), "head.json")
+
+
+def _document(config: StackConfig, platform: dict[str, Any]) -> dict[str, Any]:
+    config = config.with_values({"platform": platform})
+    document = plan_document(config, load_spec(platform), run_program(config))
+    return json.loads(json.dumps(document, sort_keys=True, default=str))  # as `plan --json` writes it
+
+
+def test_the_real_program_adding_a_pool_and_raising_a_maximum(
+    dev_stack: StackConfig, dev_platform: dict[str, Any]
+) -> None:
+    head_platform = copy.deepcopy(dev_platform)
+    head_platform["pools"]["ci-training"]["max_size"] = 2
+    head_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
+    diff = diff_plans(_document(dev_stack, dev_platform), _document(dev_stack, head_platform))
+    assert [(r.op, r.type, r.name) for r in diff.resources] == [
+        ("create", POOL, "kapsule-ci-h100"),
+        ("update", POOL, "kapsule-ci-training"),
+    ]
+    created, updated = diff.resources
+    assert Change("nodeType", MISSING, "H100-1-80G") in created.inputs
+    assert Change("ignore_changes", MISSING, ["size"]) in created.options
+    assert updated.inputs == (Change("maxSize", 1, 2),)
+    assert Change("capacity[pool=ci-training].max_size", 1, 2) in diff.outputs
+    assert diff.unchanged == 7
+
+
+def test_secrets_never_appear_in_the_diff(
+    dev_stack: StackConfig, dev_platform: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cluster's name is in its kubeconfig, a secret output fed to the Kubernetes provider: renaming
+    the cluster changes the secret on both sides, and the diff must neither show nor compare it."""
+    head_platform = copy.deepcopy(dev_platform)
+    head_platform["cluster"]["name"] = "gpu-ci-renamed"
+    files = {}
+    for side, platform in (("base", dev_platform), ("head", head_platform)):
+        stack_file = tmp_path / f"Pulumi.{side}.yaml"
+        stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": platform}}), encoding="utf-8")
+        assert main(["plan", "--json", "--config", str(stack_file)]) == 0
+        files[side] = tmp_path / f"{side}.json"
+        files[side].write_text(capsys.readouterr().out, encoding="utf-8")
+    assert main(["plan-diff", str(files["base"]), str(files["head"])]) == 0
+    text = capsys.readouterr().out
+    assert '-    name: "gpu-ci"\n+    name: "gpu-ci-renamed"\n' in text  # the change itself is visible
+    assert "kapsule-k8s" not in text  # the provider's only input is the secret kubeconfig: not compared
+    for leak in (MOCK_KUBECONFIG_PREFIX.splitlines()[0], "mock-admin-token", "gpu-ci-renamed\\nclusters"):
+        assert leak not in text
+
+
+def test_cli_names_a_file_that_is_not_a_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(_plan()), encoding="utf-8")
+    bad = tmp_path / "bad.json"
+    bad.write_text("Capacity (per node...", encoding="utf-8")
+    assert main(["plan-diff", str(bad), str(good)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {bad}: not JSON")
+    assert main(["plan-diff", str(good), str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
