@@ -104,7 +104,7 @@ def test_an_identical_note_is_not_rewritten(ci_env: pytest.MonkeyPatch, gitlab: 
 def test_finds_its_note_among_many_and_never_touches_other_users_notes(
     ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path
 ) -> None:
-    for i in range(30):
+    for i in range(110):
         gitlab.add_note(PROJECT, MR, f"review comment {i}", HUMAN.user_id)
     quoted = gitlab.add_note(PROJECT, MR, marker("dev") + "\nalice pasted the bot's note", HUMAN.user_id)
     ours = gitlab.add_note(PROJECT, MR, marker("dev") + "\nold preview", BOT.user_id)
@@ -114,12 +114,12 @@ def test_finds_its_note_among_many_and_never_touches_other_users_notes(
     assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 0
 
     pages = [r.query.get("page", "1") for r in gitlab.requests if r.method == "GET" and r.path.endswith("/notes")]
-    assert pages == ["1", "2"]  # 34 notes, 20 per page: the note is on the second page
+    assert pages == ["1", "2"]  # 114 notes, 100 per page: ours is on the second page
     assert [r.path.rsplit("/", 1)[-1] for r in gitlab.writes()] == [str(ours)]
     bodies = {n["id"]: n["body"] for n in gitlab.notes_of(PROJECT, MR)}
     assert "1 to update" in bodies[ours]
     assert bodies[quoted].endswith("alice pasted the bot's note")
-    assert len(bodies) == 34
+    assert len(bodies) == 114
 
 
 def test_nothing_to_say_posts_nothing(

@@ -74,7 +74,7 @@ def upsert_note(
             )
         ours = [
             note
-            for note in mr.notes.list(iterator=True, sort="asc", order_by="created_at")
+            for note in mr.notes.list(iterator=True, per_page=100, sort="asc", order_by="created_at")
             if not note.system and note.author["id"] == me and note.body.startswith(marker)
         ]
         if not ours:

@@ -54,9 +54,13 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     try:
         text = _read_text(args.preview or args.plan_diff)
         plan = json.loads(args.plan.read_text(encoding="utf-8")) if args.plan else {}
+        if not isinstance(plan, dict):
+            raise ValueError(f"{args.plan}: not a plan document (python -m infra plan --json)")
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    # In merged-results pipelines CI_COMMIT_SHA is a merge commit; the MR's own head is the source sha.
+    head_sha = args.head_sha or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA") or env.get("CI_COMMIT_SHA")
     stack = args.stack or env.get("PULUMI_STACK") or plan.get("stack") or "dev"
     note = NoteInput(
         stack=stack,
@@ -65,7 +69,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         exit_code=args.exit_code,
         report=plan.get("report"),
         warnings=tuple(plan.get("warnings") or ()),
-        commit=env.get("CI_COMMIT_SHORT_SHA"),
+        commit=head_sha[:8] if head_sha else None,
         job_url=args.job_url or env.get("CI_JOB_URL"),
     )
     say = has_something_to_say(note)
@@ -98,7 +102,6 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     from infra.review.gitlab_notes import NoteError, Target, check_token, upsert_note  # noqa: PLC0415
 
     target = Target(url, project, mr)
-    head_sha = args.head_sha or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA") or env.get("CI_COMMIT_SHA")
     try:
         check_token(token, env.get("CI_JOB_TOKEN"))
         outcome = upsert_note(target, token, marker(stack), body, create=say, head_sha=head_sha)
