@@ -164,3 +164,10 @@ def test_cost_is_exported(dev_stack: StackConfig) -> None:
     assert cost.value["baseline"]["node_type"] == "L40S-1-48G"
     assert cost.value["eur_per_day"] < cost.value["baseline"]["eur_per_day"]
     assert {p["pool"] for p in cost.value["pools"]} == {"ci-compile", "ci-training", "system"}
+
+
+def test_no_gpu_pool_no_sharing_resources(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
+    platform = {"pools": {"system": dev_platform["pools"]["system"]}, "profiles": {}}
+    run = run_program(dev_stack.with_values({"platform": platform}))
+    assert run.by_type(CONFIG_MAP) == [] and run.by_type(CLUSTER_POLICY_PATCH) == []
+    assert "gpu_sharing" not in run.outputs and "cost" not in run.outputs
