@@ -116,34 +116,29 @@ def gpu_memory_per_replica_gb(pool: PoolSpec, node: NodeType) -> Fraction:
 def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: NodeType) -> list[Problem]:
     """A job's stated VRAM need against its GPU: MPS caps each replica at total / replicas (an error when the
     need is above it); time-slicing does not isolate memory, so jobs that could not all fit may OOM each other."""
-    need, path = profile.gpu_memory_gb, key_path("profiles", name, "gpu_memory_gb")
-    if need is None or not node.gpu_memory_gb:
+    if profile.gpu_memory_gb is None or not node.gpu_memory_gb:
         return []
+    need = Fraction(str(profile.gpu_memory_gb))
+    shown = int(need) if need.denominator == 1 else profile.gpu_memory_gb  # 16, as written, not 16.0
+    path = key_path("profiles", name, "gpu_memory_gb")
     replicas, total = pool.sharing_replicas(), node.gpu_memory_gb
     strategy = pool.gpu_sharing.strategy if pool.gpu_sharing and replicas > 1 else "none"
     gpu = f"one {pool.node_type} GPU's {total} GB"
-    if Fraction(str(need)) > total:
-        return [Problem(path, need, f"is more than {gpu}")]
-    if strategy == "mps" and Fraction(str(need)) > gpu_memory_per_replica_gb(pool, node):
-        share = format_gb(gpu_memory_per_replica_gb(pool, node))
-        return [
-            Problem(
-                path,
-                need,
-                f"is more than one MPS replica's share of {gpu} / {replicas} = {share}; "
-                "lower the pool's replicas or use time-slicing",
-            )
-        ]
-    if strategy == "time-slicing" and Fraction(str(need)) * replicas > total:
-        return [
-            Problem(
-                path,
-                need,
-                f"x {replicas} jobs per GPU = {format_gb(Fraction(str(need)) * replicas)} exceeds {gpu}: "
-                "time-slicing does not isolate GPU memory, so jobs may OOM each other",
-                "warning",
-            )
-        ]
+    if need > total:
+        return [Problem(path, shown, f"is more than {gpu}")]
+    share = gpu_memory_per_replica_gb(pool, node)
+    if strategy == "mps" and need > share:
+        reason = (
+            f"is more than one MPS replica's share of {gpu} / {replicas} = {format_gb(share)}; "
+            "lower the pool's replicas or use time-slicing"
+        )
+        return [Problem(path, shown, reason)]
+    if strategy == "time-slicing" and need * replicas > total:
+        reason = (
+            f"x {replicas} jobs per GPU = {format_gb(need * replicas)} exceeds {gpu}: "
+            "time-slicing does not isolate GPU memory, so jobs may OOM each other"
+        )
+        return [Problem(path, shown, reason, "warning")]
     return []
 
 

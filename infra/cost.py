@@ -205,6 +205,7 @@ def drain_burst(
     cold_start_minutes: Fraction,
     unneeded_minutes: Fraction,
     delay_after_add_minutes: Fraction,
+    gpus_per_node: int = 1,
 ) -> BurstRun:
     """Drain one pool's burst in waves (see the module docstring); jobs in queue order."""
     if not jobs:
@@ -217,7 +218,7 @@ def drain_burst(
     for wave in waves:
         on_nodes = [wave[i : i + jobs_per_node] for i in range(0, len(wave), jobs_per_node)]
         length = max(
-            job.minutes * slowdown(job.utilization, mps_replicas or len(node_jobs))
+            job.minutes * slowdown(job.utilization, mps_replicas or math.ceil(len(node_jobs) / gpus_per_node))
             for node_jobs in on_nodes
             for job in node_jobs
         )
@@ -245,10 +246,7 @@ def cost_report(spec: PlatformSpec) -> CostReport | None:
             jobs_per_day=load.jobs_per_day,
             minutes_alone=exact(load.minutes_per_job),
             minutes_full_node=exact(load.minutes_per_job)
-            * slowdown(
-                _utilization(load),
-                _sharers(spec.pools[spec.profiles[name].pool], jobs_per_node[spec.profiles[name].pool]),
-            ),
+            * slowdown(_utilization(load), _sharers(spec, spec.profiles[name].pool, jobs_per_node)),
         )
         for name, load in loads.items()
     )
@@ -270,9 +268,11 @@ def _mps_replicas(pool: PoolSpec) -> int | None:
     return sharing.replicas if sharing and sharing.strategy == "mps" else None
 
 
-def _sharers(pool: PoolSpec, jobs_per_node: int) -> int:
+def _sharers(spec: PlatformSpec, pool_name: str, jobs_per_node: dict[str, int]) -> int:
     """Jobs on one GPU of a full node (MPS: its replicas): what a job's slowdown is computed against."""
-    return _mps_replicas(pool) or max(1, jobs_per_node)
+    pool = spec.pools[pool_name]
+    gpus = max(1, spec.catalog[pool.node_type].gpus)
+    return _mps_replicas(pool) or max(1, math.ceil(jobs_per_node[pool_name] / gpus))
 
 
 def _pool_day(
@@ -293,6 +293,7 @@ def _pool_day(
             jobs_per_node=max(1, jobs_per_node),
             max_size=pool.max_size,
             warm_nodes=pool.min_size,
+            gpus_per_node=max(1, node.gpus),
             mps_replicas=_mps_replicas(pool),
             cold_start_minutes=Fraction(pool.cold_start_minutes),
             unneeded_minutes=unneeded,

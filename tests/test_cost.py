@@ -57,6 +57,12 @@ def test_mps_caps_even_a_lone_job() -> None:
     assert run.drain_minutes == 15 + 40 * Fraction("1.36")
 
 
+def test_jobs_on_different_gpus_of_one_node_do_not_share() -> None:
+    # A 2-GPU node time-sliced x2 holds 4 jobs, 2 per GPU: 2 x 0.34 = 68 %, no slowdown.
+    run = _drain([QueuedJob(Fraction(40), Fraction("0.34"))] * 4, gpus_per_node=2)
+    assert run.drain_minutes == 15 + 40
+
+
 def test_several_nodes_bill_until_their_own_last_wave() -> None:
     # 10 jobs, 2 per node, 3 nodes: wave 1 = 6 jobs on 3 nodes, wave 2 = 4 jobs on nodes 0 and 1.
     run = _drain([QueuedJob(Fraction(30), None)] * 10, jobs_per_node=2, max_size=3)

@@ -138,6 +138,8 @@ def test_cluster_policy_patch_points_at_the_config_map(dev_stack: StackConfig) -
     assert config_map.plain_inputs["metadata"]["namespace"] == "kube-system"
     provider = run.one("pulumi:providers:kubernetes", "kapsule-k8s")
     assert config_map.options["provider"].startswith(provider.urn)  # the cluster's provider, not a default one
+    for resource in (config_map, patch):
+        assert MOCK_KUBECONFIG_PREFIX not in str(resource.plain_inputs), "kubeconfig leaked into " + resource.name
     assert run.outputs["gpu_sharing"].value == {
         "config_map": "kube-system/gpu-ci-device-plugin-config",
         "pool_keys": {"ci-compile": "ci-compile", "ci-training": "ci-training"},

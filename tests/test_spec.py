@@ -249,18 +249,24 @@ BAD_INPUTS = [
     ),
     # GPU sharing, the GPU operator and the workload (issue 4)
     Bad(
+        "replicas-times-memory-requests-overflow",
+        _set("pools", "ci-training", "gpu_sharing", "replicas", value=6),
+        "platform.profiles.supervised.memory_request='16Gi': x 6 jobs per node = 96 GiB exceeds one L40S-1-48G "
+        "node's allocatable 92 GiB; lower it or the pool's replicas",
+    ),
+    Bad(
         "vram-need-above-mps-share",
         lambda p: (
             p["pools"]["ci-training"].update(gpu_sharing={"strategy": "mps", "replicas": 4}),
             p["profiles"]["supervised"].update(gpu_memory_gb=16),
         ),
-        "platform.profiles.supervised.gpu_memory_gb=16.0: is more than one MPS replica's share of one L40S-1-48G "
+        "platform.profiles.supervised.gpu_memory_gb=16: is more than one MPS replica's share of one L40S-1-48G "
         "GPU's 48 GB / 4 = 12 GB; lower the pool's replicas or use time-slicing",
     ),
     Bad(
         "vram-need-above-gpu",
         _set("profiles", "rl", "gpu_memory_gb", value=30),
-        "platform.profiles.rl.gpu_memory_gb=30.0: is more than one L4-1-24G GPU's 24 GB",
+        "platform.profiles.rl.gpu_memory_gb=30: is more than one L4-1-24G GPU's 24 GB",
     ),
     Bad(
         "bad-operator-namespace",
@@ -329,7 +335,7 @@ def test_time_sliced_vram_that_cannot_all_fit_is_a_warning(dev_platform: dict[st
     dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 16
     warnings = [str(w) for w in load_spec(dev_platform).warnings()]
     assert (
-        "platform.profiles.supervised.gpu_memory_gb=16.0: x 4 jobs per GPU = 64 GB exceeds one L40S-1-48G GPU's "
+        "platform.profiles.supervised.gpu_memory_gb=16: x 4 jobs per GPU = 64 GB exceeds one L40S-1-48G GPU's "
         "48 GB: time-slicing does not isolate GPU memory, so jobs may OOM each other"
     ) in warnings
     dev_platform["pools"]["ci-training"]["gpu_sharing"]["replicas"] = 3  # 3 x 16 = 48 GB: fits

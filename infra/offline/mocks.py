@@ -59,7 +59,7 @@ def _pool_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, An
 
 
 def _k8s_object_outputs(args: pulumi_mocks.MockResourceArgs, resource_id: str) -> dict[str, Any]:
-    """What the API server adds to any object: uid, resourceVersion (and the kind's apiVersion/kind)."""
+    """What the API server adds to an object's metadata: uid, resourceVersion, creationTimestamp."""
     metadata = dict(args.inputs.get("metadata") or {})
     metadata.update(uid=resource_id, resourceVersion="1", creationTimestamp="2026-11-29T00:00:00Z")
     return {"metadata": metadata}

@@ -100,7 +100,7 @@ def render_cost(spec: PlatformSpec, cost: CostReport) -> str:
         )
         for p in cost.profiles
     ]
-    load_table = render_table(("profile", "pool", "jobs/day", "min/job alone", "min/job, node full"), loads)
+    load_table = render_table(("profile", "pool", "jobs/day", "min/job, GPU to itself", "min/job, node full"), loads)
     rows = []
     for day in cost.pools:
         pool = spec.pools[day.pool]
@@ -148,7 +148,7 @@ def render_cost(spec: PlatformSpec, cost: CostReport) -> str:
     lines.append(
         "Model (README, 'Cost model'): bursts find GPU pools at zero; waves of max_size x jobs/node; nodes billed "
         "from creation (cold start included) to scale_down_unneeded_time after their last job; a job slows by "
-        "max(1, gpu_utilization x jobs sharing its GPU).\n" + "".join(notes)
+        "max(1, gpu_utilization x jobs sharing its GPU; MPS: x replicas).\n" + "".join(notes)
     )
     return "\n".join(lines)
 
