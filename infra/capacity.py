@@ -8,6 +8,7 @@ allocatable CPU and memory by their requests; limits above allocatable are overc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,47 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
             else:
                 continue
             problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
+        problems += _gpu_memory_problems(name, profile, pool, node)
     return problems
+
+
+def gpu_memory_per_replica_gb(pool: PoolSpec, node: NodeType) -> Fraction:
+    """One job's share of its GPU's memory: enforced by MPS (total / replicas), only nominal otherwise."""
+    return Fraction(node.gpu_memory_gb) / pool.sharing_replicas()
+
+
+def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: NodeType) -> list[Problem]:
+    """A job's stated VRAM need against its GPU: MPS caps each replica at total / replicas (an error when the
+    need is above it); time-slicing does not isolate memory, so jobs that could not all fit may OOM each other."""
+    if profile.gpu_memory_gb is None or not node.gpu_memory_gb:
+        return []
+    need = Fraction(str(profile.gpu_memory_gb))
+    shown = int(need) if need.denominator == 1 else profile.gpu_memory_gb  # 16, as written, not 16.0
+    path = key_path("profiles", name, "gpu_memory_gb")
+    replicas, total = pool.sharing_replicas(), node.gpu_memory_gb
+    strategy = pool.gpu_sharing.strategy if pool.gpu_sharing and replicas > 1 else "none"
+    gpu = f"one {pool.node_type} GPU's {total} GB"
+    if need > total:
+        return [Problem(path, shown, f"is more than {gpu}")]
+    share = gpu_memory_per_replica_gb(pool, node)
+    if strategy == "mps" and need > share:
+        reason = (
+            f"is more than one MPS replica's share of {gpu} / {replicas} = {format_gb(share)}; "
+            "lower the pool's replicas or use time-slicing"
+        )
+        return [Problem(path, shown, reason)]
+    if strategy == "time-slicing" and need * replicas > total:
+        reason = (
+            f"x {replicas} jobs per GPU = {format_gb(need * replicas)} exceeds {gpu}: "
+            "time-slicing does not isolate GPU memory, so jobs may OOM each other"
+        )
+        return [Problem(path, shown, reason, "warning")]
+    return []
+
+
+def format_gb(amount: Fraction) -> str:
+    value = float(amount)
+    return f"{value:.0f} GB" if value == int(value) else f"{value:.1f} GB"
 
 
 def _millicores(value: int) -> str:
@@ -186,7 +227,9 @@ def pool_reports(spec: PlatformSpec) -> list[PoolReport]:
 
 
 def format_eur(amount: Fraction) -> str:
-    return f"{float(amount):.4f}"
+    """Euros to 4 decimals, rounded half up on the exact value (0.39375 -> 0.3938, not float's 0.3937)."""
+    exact = Decimal(amount.numerator) / Decimal(amount.denominator)
+    return str(exact.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP))
 
 
 def render_pool_table(rows: list[PoolReport]) -> str:

@@ -10,3 +10,7 @@ KAPSULE_TOKEN = "gpu-ci:infra:KapsuleCluster"
 def child_name(suffix: str, component: str = COMPONENT_NAME) -> str:
     """`kapsule-cluster`, `kapsule-ci-compile`: a child's name under its component."""
     return f"{component}-{suffix}"
+
+
+GPU_SHARING_NAME = "gpu-sharing"
+GPU_SHARING_TOKEN = "gpu-ci:infra:GpuSharing"

@@ -45,7 +45,7 @@ def _parse(text: object, kind: str) -> tuple[Fraction, str]:
         raise QuantityError(f"not a Kubernetes {kind} quantity{hint}")
     suffix = match["suffix"] or ""
     number = Fraction(match["number"])
-    if suffix[:1] in ("e", "E"):
+    if len(suffix) > 1 and suffix[0] in "eE" and suffix not in _BINARY:  # an exponent; "E" is exa, "Ei" exbi
         return number * Fraction(10) ** int(suffix[1:]), suffix
     return number * (_BINARY.get(suffix) or _DECIMAL[suffix]), suffix
 

@@ -13,6 +13,7 @@ import time
 IMPORTS = (
     "import warnings; warnings.simplefilter('ignore');"
     "import pulumi, pulumi_kubernetes, pulumiverse_scaleway.kubernetes, pulumiverse_scaleway.network,"
+    " pulumi_kubernetes.core.v1, pulumi_kubernetes.meta.v1, pulumi_kubernetes.apiextensions,"
     " pulumi_gitlab, pydantic, yaml, tomli_w"
 )
 

@@ -62,3 +62,24 @@ def test_plan_rejects_bad_config_with_one_line(
 def test_plan_names_a_missing_stack(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack", "nope"]) == 2
     assert "no stack file Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["plan", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "GPU sharing (ConfigMap kube-system/gpu-ci-device-plugin-config" in out
+    assert "ci-training  ci-training                            time-slicing  4" in out
+    assert "53.6 % (46.4 % cheaper)" in out
+    assert "A day, new setup against old:" in out
+    config_map = yaml.safe_load((tmp_path / "device-plugin-config.yaml").read_text())
+    assert config_map["kind"] == "ConfigMap" and set(config_map["data"]) >= {"ci-compile", "ci-training"}
+    patch = json.loads((tmp_path / "cluster-policy-patch.json").read_text())
+    assert patch["spec"]["devicePlugin"]["config"]["name"] == config_map["metadata"]["name"]
+    assert json.loads((tmp_path / "cost.json").read_text())["baseline"]["keeps_up"] is True
+    capsys.readouterr()
+    assert main(["plan", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert "A day, new setup against old:" in document["report"]  # what MR notes post
+    assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"

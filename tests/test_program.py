@@ -6,6 +6,7 @@ from typing import Any
 
 import pulumi
 import pytest
+import yaml
 
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
@@ -13,6 +14,8 @@ from infra.offline.stack_config import StackConfig
 
 POOL = "scaleway:kubernetes/pool:Pool"
 CLUSTER = "scaleway:kubernetes/cluster:Cluster"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+CLUSTER_POLICY_PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"
 
 
 def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
@@ -27,6 +30,9 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
         CLUSTER: 1,
         POOL: 3,
         "pulumi:providers:kubernetes": 1,
+        "gpu-ci:infra:GpuSharing": 1,
+        CONFIG_MAP: 1,
+        CLUSTER_POLICY_PATCH: 1,
     }
     pools = {r.plain_inputs["name"]: r for r in run.by_type(POOL)}
     assert {name: p.plain_inputs["nodeType"] for name, p in pools.items()} == {
@@ -94,3 +100,76 @@ def test_missing_platform_config_is_pulumis_own_error(dev_stack: StackConfig) ->
     assert isinstance(run.error, pulumi.ConfigMissingError)
     assert "gpu-ci:platform" in str(run.error)
     assert run.resources == []
+
+
+def _sharing_replicas(run: Any) -> dict[str, int]:
+    """Per pool, the replicas its nodes get: pool label -> ConfigMap key -> parsed plugin config."""
+    data = run.one(CONFIG_MAP, "gpu-sharing-config").plain_inputs["data"]
+    replicas = {}
+    for pool in run.by_type(POOL):
+        key = pool.plain_inputs.get("labels", {}).get("nvidia.com/device-plugin.config")
+        if key is None:
+            continue
+        assert key in data, f"pool {pool.plain_inputs['name']} selects {key!r}, not a key of the ConfigMap"
+        sharing = yaml.safe_load(data[key]).get("sharing", {})
+        (section,) = sharing.values() if sharing else ({"resources": [{"replicas": 1}]},)
+        replicas[pool.plain_inputs["name"]] = section["resources"][0]["replicas"]
+    return replicas
+
+
+def test_design_concurrency_from_the_rendered_configs(dev_stack: StackConfig) -> None:
+    """The design: 2 RL jobs per L4 (time-sliced x2, CPU-bound too), 4 supervised per L40S (time-sliced x4)."""
+    run = run_program(dev_stack)
+    assert _sharing_replicas(run) == {"ci-compile": 2, "ci-training": 4}
+    capacity = {row["pool"]: row for row in run.outputs["capacity"].value}
+    assert (capacity["ci-compile"]["jobs_per_node"], capacity["ci-compile"]["node_type"]) == (2, "L4-1-24G")
+    assert (capacity["ci-training"]["jobs_per_node"], capacity["ci-training"]["node_type"]) == (4, "L40S-1-48G")
+    system_labels = run.one(POOL, "kapsule-system").plain_inputs.get("labels", {})
+    assert "nvidia.com/device-plugin.config" not in system_labels  # the CPU pool gets no plugin config
+
+
+def test_cluster_policy_patch_points_at_the_config_map(dev_stack: StackConfig) -> None:
+    run = run_program(dev_stack)
+    config_map = run.one(CONFIG_MAP, "gpu-sharing-config")
+    patch = run.one(CLUSTER_POLICY_PATCH, "gpu-sharing-cluster-policy")
+    config = patch.plain_inputs["spec"]["devicePlugin"]["config"]
+    assert config["name"] == config_map.plain_inputs["metadata"]["name"]
+    assert config["default"] in config_map.plain_inputs["data"]
+    assert config_map.plain_inputs["metadata"]["namespace"] == "kube-system"
+    provider = run.one("pulumi:providers:kubernetes", "kapsule-k8s")
+    assert config_map.options["provider"].startswith(provider.urn)  # the cluster's provider, not a default one
+    for resource in (config_map, patch):
+        assert MOCK_KUBECONFIG_PREFIX not in str(resource.plain_inputs), "kubeconfig leaked into " + resource.name
+    assert run.outputs["gpu_sharing"].value == {
+        "config_map": "kube-system/gpu-ci-device-plugin-config",
+        "pool_keys": {"ci-compile": "ci-compile", "ci-training": "ci-training"},
+    }
+
+
+def test_a_sharing_change_rewrites_only_the_config_map(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
+    """What `pulumi up` changes for a new sharing: the ConfigMap's data. The pool labels and the ClusterPolicy
+    patch stay as they are, so nothing restarts on a running GPU node (README: how a sharing change takes effect)."""
+    before = run_program(dev_stack)
+    dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 3}
+    after = run_program(dev_stack.with_values({"platform": dev_platform}))
+    for type_token, name in ((CLUSTER_POLICY_PATCH, "gpu-sharing-cluster-policy"), (POOL, "kapsule-ci-training")):
+        assert before.one(type_token, name).plain_inputs == after.one(type_token, name).plain_inputs, name
+    old_map, new_map = (run.one(CONFIG_MAP, "gpu-sharing-config").plain_inputs for run in (before, after))
+    assert old_map["metadata"] == new_map["metadata"]
+    assert old_map["data"]["ci-compile"] == new_map["data"]["ci-compile"]
+    assert yaml.safe_load(new_map["data"]["ci-training"])["sharing"]["mps"]["resources"][0]["replicas"] == 3
+
+
+def test_cost_is_exported(dev_stack: StackConfig) -> None:
+    cost = run_program(dev_stack).outputs["cost"]
+    assert cost.secret is False
+    assert cost.value["baseline"]["node_type"] == "L40S-1-48G"
+    assert cost.value["eur_per_day"] < cost.value["baseline"]["eur_per_day"]
+    assert {p["pool"] for p in cost.value["pools"]} == {"ci-compile", "ci-training", "system"}
+
+
+def test_no_gpu_pool_no_sharing_resources(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
+    platform = {"pools": {"system": dev_platform["pools"]["system"]}, "profiles": {}}
+    run = run_program(dev_stack.with_values({"platform": platform}))
+    assert run.by_type(CONFIG_MAP) == [] and run.by_type(CLUSTER_POLICY_PATCH) == []
+    assert "gpu_sharing" not in run.outputs and "cost" not in run.outputs

@@ -247,6 +247,52 @@ BAD_INPUTS = [
         _set("node_types", "X1-1", value={"eur_per_hour": "1"}),
         "platform.node_types.X1-1='X1-1': not a built-in node type, so it must state vcpus, memory_gib, gpus",
     ),
+    # GPU sharing, the GPU operator and the workload (issue 4)
+    Bad(
+        "replicas-times-memory-requests-overflow",
+        _set("pools", "ci-training", "gpu_sharing", "replicas", value=6),
+        "platform.profiles.supervised.memory_request='16Gi': x 6 jobs per node = 96 GiB exceeds one L40S-1-48G "
+        "node's allocatable 92 GiB; lower it or the pool's replicas",
+    ),
+    Bad(
+        "vram-need-above-mps-share",
+        lambda p: (
+            p["pools"]["ci-training"].update(gpu_sharing={"strategy": "mps", "replicas": 4}),
+            p["profiles"]["supervised"].update(gpu_memory_gb=16),
+        ),
+        "platform.profiles.supervised.gpu_memory_gb=16: is more than one MPS replica's share of one L40S-1-48G "
+        "GPU's 48 GB / 4 = 12 GB; lower the pool's replicas or use time-slicing",
+    ),
+    Bad(
+        "vram-need-above-gpu",
+        _set("profiles", "rl", "gpu_memory_gb", value=30),
+        "platform.profiles.rl.gpu_memory_gb=30: is more than one L4-1-24G GPU's 24 GB",
+    ),
+    Bad(
+        "bad-operator-namespace",
+        _set("gpu_operator", "namespace", value="Kube_System"),
+        "platform.gpu_operator.namespace='Kube_System': not a Kubernetes namespace name (a-z, 0-9 and '-', at most 63)",
+    ),
+    Bad(
+        "workload-of-unknown-profile",
+        _set("workload", "profiles", "rll", value={"jobs_per_day": 1, "minutes_per_job": 10}),
+        "platform.workload.profiles.rll='rll': no such profile (profiles: rl, supervised)",
+    ),
+    Bad(
+        "workload-without-duration",
+        _drop("workload", "profiles", "rl", "minutes_per_job"),
+        "platform.workload.profiles.rl.minutes_per_job=<missing>: required key is missing",
+    ),
+    Bad(
+        "baseline-without-gpu",
+        _set("workload", "baseline", "node_type", value="PRO2-XXS"),
+        "platform.workload.baseline.node_type='PRO2-XXS': has no GPU to run the jobs on",
+    ),
+    Bad(
+        "baseline-unknown-idle-node",
+        _set("workload", "baseline", "idle_node_types", value=["L4-1-24GB"]),
+        "platform.workload.baseline.idle_node_types='L4-1-24GB': unknown node type",
+    ),
 ]
 
 
@@ -273,3 +319,31 @@ def test_several_problems_give_one_line_each(dev_platform: dict[str, Any]) -> No
 def test_not_an_object() -> None:
     with pytest.raises(SpecError, match=r"^platform='x': must be an object"):
         load_spec("x")
+
+
+def test_mps_replicas_are_capped_by_nvidia(dev_platform: dict[str, Any]) -> None:
+    dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 49}
+    with pytest.raises(SpecError) as caught:
+        load_spec(dev_platform)
+    assert (
+        "platform.pools.ci-training.gpu_sharing.replicas=49: MPS allows at most 48 replicas per GPU "
+        "(NVIDIA GPU operator limit)"
+    ) in str(caught.value).splitlines()
+
+
+def test_time_sliced_vram_that_cannot_all_fit_is_a_warning(dev_platform: dict[str, Any]) -> None:
+    dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 16
+    warnings = [str(w) for w in load_spec(dev_platform).warnings()]
+    assert (
+        "platform.profiles.supervised.gpu_memory_gb=16: x 4 jobs per GPU = 64 GB exceeds one L40S-1-48G GPU's "
+        "48 GB: time-slicing does not isolate GPU memory, so jobs may OOM each other"
+    ) in warnings
+    dev_platform["pools"]["ci-training"]["gpu_sharing"]["replicas"] = 3  # 3 x 16 = 48 GB: fits
+    assert not any("gpu_memory_gb" in str(w) for w in load_spec(dev_platform).warnings())
+
+
+def test_mps_need_within_the_share_is_fine(dev_platform: dict[str, Any]) -> None:
+    dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 4}
+    dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 12
+    spec = load_spec(dev_platform)
+    assert spec.pools["ci-training"].sharing_replicas() == 4

@@ -58,6 +58,13 @@ def _pool_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, An
     return {"status": "ready", "currentSize": args.inputs.get("size", 0), "nodes": []}
 
 
+def _k8s_object_outputs(args: pulumi_mocks.MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    """What the API server adds to an object's metadata: uid, resourceVersion, creationTimestamp."""
+    metadata = dict(args.inputs.get("metadata") or {})
+    metadata.update(uid=resource_id, resourceVersion="1", creationTimestamp="2026-11-29T00:00:00Z")
+    return {"metadata": metadata}
+
+
 RESOURCE_TYPES: dict[str, ResourceType] = {
     "scaleway:network/vpc:Vpc": ResourceType(("name", "region")),
     "scaleway:network/privateNetwork:PrivateNetwork": ResourceType(("name", "region", "ipv4Subnet")),
@@ -80,6 +87,9 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         _pool_outputs,
     ),
     "pulumi:providers:kubernetes": ResourceType(("kubeconfig",)),
+    # GPU sharing (infra/cloud/gpu_sharing.py)
+    "kubernetes:core/v1:ConfigMap": ResourceType(("metadata", "data"), _k8s_object_outputs),
+    "kubernetes:nvidia.com/v1:ClusterPolicyPatch": ResourceType(("metadata", "spec"), _k8s_object_outputs),
 }
 
 COMPONENT_PREFIX = "gpu-ci:infra:"

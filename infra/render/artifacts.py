@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 from infra.capacity import pool_reports
+from infra.cost import cost_report
+from infra.render.device_plugin import render_cluster_policy_patch, render_config_map
 from infra.render.report import render_report
 from infra.spec.platform import PlatformSpec
 
@@ -16,7 +18,14 @@ from infra.spec.platform import PlatformSpec
 def render_artifacts(spec: PlatformSpec) -> dict[str, str]:
     """File name -> content, for every artifact derived from the spec."""
     rows = pool_reports(spec)
-    return {
+    artifacts = {
         "capacity.txt": render_report(spec),
         "capacity.json": json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True) + "\n",
     }
+    if spec.gpu_pools():
+        artifacts["device-plugin-config.yaml"] = render_config_map(spec)
+        artifacts["cluster-policy-patch.json"] = render_cluster_policy_patch(spec)
+    cost = cost_report(spec)
+    if cost is not None:
+        artifacts["cost.json"] = json.dumps(cost.as_json(), indent=2, sort_keys=True) + "\n"
+    return artifacts

@@ -19,8 +19,10 @@ from infra.spec.base import DNS_LABEL, SpecModel, label_key_problem, label_value
 from infra.spec.catalog import NodeTypeSpec, ReserveSpec, build_catalog
 from infra.spec.cluster import ClusterSpec
 from infra.spec.errors import Problem, SpecError, key_path, problems_from_validation
+from infra.spec.gpu_operator import GpuOperatorSpec
 from infra.spec.pools import GPU_TAINT_KEY, POOL_NAME_LABEL, PoolSpec
 from infra.spec.profiles import ProfileSpec
+from infra.spec.workload import WorkloadSpec, workload_problems
 
 RESERVED_LABEL_PREFIXES = ("k8s.scaleway.com/", "kubernetes.io/", "k8s.io/", "node.kubernetes.io/", "nvidia.com/")
 """Label prefixes owned by Kapsule, Kubernetes or the GPU operator (or derived by gpu-ci itself)."""
@@ -29,6 +31,8 @@ MIN_ROOT_VOLUME_GB = 20
 MIN_GPU_ROOT_VOLUME_GB = 100
 DEFAULT_GPU_ROOT_VOLUME_GB = 150
 DEFAULT_ROOT_VOLUME_GB = 50
+MAX_MPS_REPLICAS = 48
+"""NVIDIA's limit on MPS replicas per GPU for Volta and newer (L4, L40S, H100): gpu-operator docs, MPS limitations."""
 
 
 class PlatformSpec(SpecModel):
@@ -40,6 +44,9 @@ class PlatformSpec(SpecModel):
     node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict)
     pools: dict[str, PoolSpec]
     profiles: dict[str, ProfileSpec]
+    gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
+    workload: WorkloadSpec | None = None
+    """Daily CI load, for the cost report only; None leaves the workload part out of the report."""
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -89,6 +96,7 @@ def semantic_problems(spec: PlatformSpec) -> list[Problem]:
         *_always_on_problems(spec),
         *(p for name in sorted(spec.profiles) for p in _profile_problems(spec, name)),
         *_uniqueness_problems(spec),
+        *workload_problems(spec),
     ]
 
 
@@ -210,6 +218,14 @@ def _sharing_problems(spec: PlatformSpec, name: str) -> list[Problem]:
                 key_path(*path, "replicas"),
                 sharing.replicas,
                 "strategy 'none' gives one job per GPU; drop replicas or pick time-slicing or mps",
+            )
+        ]
+    if sharing.strategy == "mps" and sharing.replicas is not None and sharing.replicas > MAX_MPS_REPLICAS:
+        return [
+            Problem(
+                key_path(*path, "replicas"),
+                sharing.replicas,
+                f"MPS allows at most {MAX_MPS_REPLICAS} replicas per GPU (NVIDIA GPU operator limit)",
             )
         ]
     return []

@@ -1,0 +1,102 @@
+"""NVIDIA device-plugin sharing configs, one per GPU pool, in the plugin's own format (pure: no Pulumi).
+
+The GPU operator mounts one ConfigMap into the device plugin; each key is a complete plugin config file
+(`version: v1` and, when shared, `sharing.timeSlicing` or `sharing.mps`). A node picks its key with the
+label `nvidia.com/device-plugin.config=<key>`, which gpu-ci sets on the pool, so autoscaled nodes carry
+it from birth. Keys are the pool names: a pool's label never changes, so a running node is never
+reconfigured by a label change; only the ConfigMap's content does, and only nodes that start later read
+it (see README, "How a sharing change takes effect").
+
+Fields are those of `api/config/v1` in NVIDIA/k8s-device-plugin: `renameByDefault: false` keeps the
+resource name `nvidia.com/gpu`, which is what the job pods request and what the cluster-autoscaler's
+template node offers when it scales a pool from zero; `failRequestsGreaterThanOne: true` refuses a pod
+asking for two replicas of one GPU (it would get no more compute, only a second slot).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from infra.spec.platform import PlatformSpec
+from infra.spec.pools import GpuSharingSpec
+
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+"""Node label the operator's config-manager reads to pick a key of the ConfigMap."""
+GPU_RESOURCE = "nvidia.com/gpu"
+CONFIG_VERSION = "v1"
+NO_SHARING_KEY = "no_sharing"
+"""The ClusterPolicy's default key, for GPU nodes without the label (not gpu-ci's): one job per GPU.
+An underscore cannot occur in a pool name, so this key never collides with a pool's."""
+SHARING_SECTIONS = {"time-slicing": "timeSlicing", "mps": "mps"}
+
+
+def device_plugin_config(sharing: GpuSharingSpec | None) -> dict[str, Any]:
+    """One plugin config: `version: v1`, plus the sharing section when the GPU is shared."""
+    config: dict[str, Any] = {"version": CONFIG_VERSION}
+    if sharing is None or sharing.strategy == "none" or not sharing.replicas:
+        return config
+    config["sharing"] = {
+        SHARING_SECTIONS[sharing.strategy]: {
+            "renameByDefault": False,
+            "failRequestsGreaterThanOne": True,
+            "resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas}],
+        }
+    }
+    return config
+
+
+def config_key(pool_name: str) -> str:
+    """A pool's key in the ConfigMap, and the value of its nodes' config label."""
+    return pool_name
+
+
+def device_plugin_configs(spec: PlatformSpec) -> dict[str, str]:
+    """ConfigMap data: one YAML document per GPU pool, plus the no-sharing default."""
+    data = {config_key(name): _dump(device_plugin_config(spec.pools[name].gpu_sharing)) for name in spec.gpu_pools()}
+    data[NO_SHARING_KEY] = _dump(device_plugin_config(None))
+    return data
+
+
+def pool_labels(spec: PlatformSpec) -> dict[str, dict[str, str]]:
+    """Per GPU pool, the node label that selects its config (fed to KapsuleClusterArgs.extra_pool_labels)."""
+    return {name: {DEVICE_PLUGIN_CONFIG_LABEL: config_key(name)} for name in spec.gpu_pools()}
+
+
+def cluster_policy_patch(spec: PlatformSpec) -> dict[str, Any]:
+    """The ClusterPolicy fields gpu-ci owns: the ConfigMap to mount, and the key for unlabelled GPU nodes."""
+    return {"spec": {"devicePlugin": {"config": {"name": spec.gpu_operator.config_map, "default": NO_SHARING_KEY}}}}
+
+
+def render_config_map(spec: PlatformSpec) -> str:
+    """The ConfigMap as a manifest (the `device-plugin-config.yaml` artifact; Pulumi registers the same data)."""
+    operator = spec.gpu_operator
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": operator.config_map, "namespace": operator.namespace},
+        "data": device_plugin_configs(spec),
+    }
+    return yaml.dump(manifest, Dumper=_BlockDumper, sort_keys=True, default_flow_style=False)
+
+
+def render_cluster_policy_patch(spec: PlatformSpec) -> str:
+    """The merge patch for `kubectl patch clusterpolicies.nvidia.com/<name> --type merge -p "$(cat ...)"`."""
+    return json.dumps(cluster_policy_patch(spec), indent=2, sort_keys=True) + "\n"
+
+
+def _dump(config: dict[str, Any]) -> str:
+    return yaml.safe_dump(config, sort_keys=True, default_flow_style=False)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """SafeDumper writing multi-line strings (the configs inside the ConfigMap) as readable `|` blocks."""
+
+
+def _block_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_BlockDumper.add_representer(str, _block_str)

@@ -1,0 +1,75 @@
+"""`platform.workload`: how many CI jobs a day, and how long they run, for the cost and drain-time report.
+
+These figures feed nothing but the report (`infra/cost.py`): they are estimates to compare the new
+setup with the old one (`baseline`: every job on one node, one at a time, billed around the clock).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from infra.spec.base import SpecModel
+from infra.spec.errors import Problem, key_path
+
+if TYPE_CHECKING:
+    from infra.spec.platform import PlatformSpec
+
+
+class ProfileLoadSpec(SpecModel):
+    """One profile's daily load."""
+
+    jobs_per_day: int = Field(ge=0)
+    minutes_per_job: float = Field(gt=0)
+    """Run time of one job when it has its node's GPU to itself (what GitLab shows for the old setup)."""
+    gpu_utilization: float | None = Field(None, gt=0, le=1)
+    """Share of the GPU's time one job keeps busy when alone (nvidia-smi `utilization.gpu`, 0.34 for 34 %).
+    Given, jobs sharing a GPU slow down once their sum passes 100 %; absent, sharing is assumed free."""
+
+
+class BaselineSpec(SpecModel):
+    """The old setup the report compares with: every job on one node of `node_type`, one at a time."""
+
+    node_type: str = "L40S-1-48G"
+    idle_node_types: tuple[str, ...] = ()
+    """Other nodes the old setup billed around the clock without running jobs (e.g. the idle L4)."""
+
+
+class WorkloadSpec(SpecModel):
+    """A day of CI jobs: per profile, how many and how long; they arrive in `batches_per_day` bursts."""
+
+    batches_per_day: int = Field(1, ge=1)
+    """Bursts (pipelines) the day's jobs arrive in; each finds the GPU pools scaled to zero."""
+    profiles: dict[str, ProfileLoadSpec]
+    baseline: BaselineSpec = BaselineSpec()
+
+
+def workload_problems(spec: PlatformSpec) -> list[Problem]:
+    """References: workload profiles must exist, baseline node types must be in the catalogue."""
+    workload = spec.workload
+    if workload is None:
+        return []
+    problems = []
+    for name in sorted(workload.profiles):
+        if name not in spec.profiles:
+            problems.append(
+                Problem(
+                    key_path("workload", "profiles", name),
+                    name,
+                    f"no such profile (profiles: {', '.join(sorted(spec.profiles))})",
+                )
+            )
+    baseline = workload.baseline
+    if baseline.node_type not in spec.catalog:
+        problems.append(Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "unknown node type"))
+    elif not spec.catalog[baseline.node_type].is_gpu:
+        problems.append(
+            Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "has no GPU to run the jobs on")
+        )
+    for node_type in baseline.idle_node_types:
+        if node_type not in spec.catalog:
+            problems.append(
+                Problem(key_path("workload", "baseline", "idle_node_types"), node_type, "unknown node type")
+            )
+    return problems
