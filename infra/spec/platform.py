@@ -17,10 +17,14 @@ from infra.capacity import fit_problems
 from infra.catalog import BUILTIN_CATALOG, Catalog
 from infra.spec.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
 from infra.spec.catalog import NodeTypeSpec, ReserveSpec, build_catalog
+from infra.spec.ci import CiSpec, ci_problems
 from infra.spec.cluster import ClusterSpec
 from infra.spec.errors import Problem, SpecError, key_path, problems_from_validation
+from infra.spec.gitlab import GitlabSpec, gitlab_problems
 from infra.spec.pools import GPU_TAINT_KEY, POOL_NAME_LABEL, PoolSpec
 from infra.spec.profiles import ProfileSpec
+from infra.spec.registry import RegistrySpec
+from infra.spec.runner import RunnerSpec, runner_problems
 
 RESERVED_LABEL_PREFIXES = ("k8s.scaleway.com/", "kubernetes.io/", "k8s.io/", "node.kubernetes.io/", "nvidia.com/")
 """Label prefixes owned by Kapsule, Kubernetes or the GPU operator (or derived by gpu-ci itself)."""
@@ -32,7 +36,7 @@ DEFAULT_ROOT_VOLUME_GB = 50
 
 
 class PlatformSpec(SpecModel):
-    """Pools, profiles and the figures behind them (later sections: runner, CI, GitLab)."""
+    """Pools, profiles and the figures behind them; the runner, GitLab, CI and registry sections."""
 
     region: Literal["fr-par", "nl-ams", "pl-waw"] = "fr-par"
     cluster: ClusterSpec = ClusterSpec()
@@ -40,6 +44,10 @@ class PlatformSpec(SpecModel):
     node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict)
     pools: dict[str, PoolSpec]
     profiles: dict[str, ProfileSpec]
+    gitlab: GitlabSpec
+    runner: RunnerSpec = RunnerSpec()
+    ci: CiSpec = CiSpec()
+    registry: RegistrySpec = RegistrySpec()
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -89,6 +97,9 @@ def semantic_problems(spec: PlatformSpec) -> list[Problem]:
         *_always_on_problems(spec),
         *(p for name in sorted(spec.profiles) for p in _profile_problems(spec, name)),
         *_uniqueness_problems(spec),
+        *runner_problems(spec),
+        *gitlab_problems(spec),
+        *ci_problems(spec),
     ]
 
 
