@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 
 from infra.capacity import pool_reports
+from infra.render.ci_templates import render_ci_templates
 from infra.render.report import render_report
+from infra.render.runner import render_runner_config, render_runner_values
 from infra.spec.platform import PlatformSpec
 
 
@@ -19,4 +21,7 @@ def render_artifacts(spec: PlatformSpec) -> dict[str, str]:
     return {
         "capacity.txt": render_report(spec),
         "capacity.json": json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True) + "\n",
+        "runner-config.toml": render_runner_config(spec),
+        "runner-values.yaml": render_runner_values(spec),
+        "ci-templates.yml": render_ci_templates(spec),
     }
