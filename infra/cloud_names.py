@@ -10,3 +10,11 @@ KAPSULE_TOKEN = "gpu-ci:infra:KapsuleCluster"
 def child_name(suffix: str, component: str = COMPONENT_NAME) -> str:
     """`kapsule-cluster`, `kapsule-ci-compile`: a child's name under its component."""
     return f"{component}-{suffix}"
+
+
+REGISTRY_COMPONENT = "registry"
+REGISTRY_TOKEN = "gpu-ci:infra:ContainerRegistry"
+RUNNER_COMPONENT = "runner"
+RUNNER_TOKEN = "gpu-ci:infra:GitlabRunner"
+CI_COMPONENT = "gitlab-ci"
+CI_TOKEN = "gpu-ci:infra:GitlabCi"

@@ -27,6 +27,20 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
         CLUSTER: 1,
         POOL: 3,
         "pulumi:providers:kubernetes": 1,
+        # issue 3: registry, runner, CI templates and variables
+        "gpu-ci:infra:ContainerRegistry": 1,
+        "scaleway:registry/namespace:Namespace": 1,
+        "scaleway:iam/application:Application": 1,
+        "scaleway:iam/policy:Policy": 1,
+        "scaleway:iam/apiKey:ApiKey": 1,
+        "gpu-ci:infra:GitlabRunner": 1,
+        "gitlab:index/userRunner:UserRunner": 1,
+        "kubernetes:core/v1:Namespace": 1,
+        "kubernetes:core/v1:Secret": 2,
+        "kubernetes:helm.sh/v3:Release": 1,
+        "gpu-ci:infra:GitlabCi": 1,
+        "gitlab:index/repositoryFile:RepositoryFile": 1,
+        "gitlab:index/projectVariable:ProjectVariable": 1,
     }
     pools = {r.plain_inputs["name"]: r for r in run.by_type(POOL)}
     assert {name: p.plain_inputs["nodeType"] for name, p in pools.items()} == {
