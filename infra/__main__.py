@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from infra.offline import import_file, plan
+from infra.offline import check_ci, import_file, plan
 
-COMMANDS = (plan, import_file)
+COMMANDS = (plan, import_file, check_ci)
 """Modules with `add_parser(subparsers)`; each sets `handler` on its parser."""
 
 
