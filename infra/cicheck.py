@@ -223,10 +223,13 @@ class _Checker:
         if not isinstance(document, dict):
             self.result.add(Violation(shown, None, "not a GitLab CI configuration (the top level must be a mapping)"))
             return
-        for include in self.includes(document.get("include"), shown):
+        for include, from_platform in self.includes(document.get("include"), shown):
             if depth >= MAX_INCLUDE_DEPTH:
                 self.result.add(Violation(shown, None, f"includes nest deeper than {MAX_INCLUDE_DEPTH} levels"))
                 break
+            if from_platform:  # the default branch's copy: what `pulumi up` committed from this spec
+                self.merge(_read_yaml(render_ci_templates(self.spec)), include)
+                continue
             targets = self.local_targets(include)
             if not targets:
                 self.result.add(Violation(shown, None, f"include {include!r}: no such file in the repository"))
@@ -246,19 +249,30 @@ class _Checker:
                 pipeline.jobs[key] = _deep_merge(pipeline.jobs.get(key, {}), value)
                 pipeline.origin[key] = shown
 
-    def includes(self, value: Any, shown: str) -> Iterator[str]:
-        """Local include paths; other kinds cannot be read offline and are only reported."""
+    def includes(self, value: Any, shown: str) -> Iterator[tuple[str, bool]]:
+        """(path, from_platform) of each include that can be read offline: local files, and the training
+        project's own templates file included by `project:` (read as the platform commits it). Other kinds
+        are only reported."""
         entries = value if isinstance(value, list) else [] if value is None else [value]
         for entry in entries:
             if isinstance(entry, str) and entry.startswith(("http://", "https://")):
                 self.result.warn(f"{shown}: include {entry!r} is remote: not checked")
             elif isinstance(entry, str):
-                yield entry
+                yield entry, False
             elif isinstance(entry, dict) and "local" in entry:
-                yield str(entry["local"])
+                yield str(entry["local"]), False
+            elif isinstance(entry, dict) and self.is_platform_templates(entry):
+                yield self.spec.ci.templates_path, True
             elif isinstance(entry, dict):
                 kind = next((k for k in ("project", "remote", "template", "component") if k in entry), "unknown")
                 self.result.warn(f"{shown}: {kind} include {entry.get(kind)!r} cannot be read offline: not checked")
+
+    def is_platform_templates(self, entry: dict[str, Any]) -> bool:
+        """`include: {project: <training project>, file: <templates path>}`: what gpu-ci commits there."""
+        files = entry.get("file")
+        files = [files] if isinstance(files, str) else files or []
+        paths = {str(f).lstrip("/") for f in files}
+        return entry.get("project") == self.spec.gitlab.project and paths == {self.spec.ci.templates_path}
 
     def local_targets(self, include: str) -> list[Path]:
         """Files a local include names (wildcards expanded); the templates file counts even if not committed."""

@@ -43,6 +43,16 @@ def sample_copy(tmp_path: Path) -> Path:
     return Path(shutil.copytree(SAMPLE, tmp_path / "repo"))
 
 
+def _include_templates_locally(repo: Path, text: str) -> None:
+    """Commit a templates file to the branch and include it with `local:` (each branch has its copy)."""
+    pipeline = repo / ".gitlab-ci.yml"
+    document = yaml.safe_load(pipeline.read_text())
+    document["include"] = [{"local": TEMPLATES}, {"local": "ci/supervised.yml"}]
+    pipeline.write_text(yaml.safe_dump(document))
+    (repo / TEMPLATES).parent.mkdir(parents=True)
+    (repo / TEMPLATES).write_text(text)
+
+
 def test_sample_pipeline_passes(dev_platform: dict[str, Any]) -> None:
     result = check_pipeline(SAMPLE / ".gitlab-ci.yml", load_spec(dev_platform))
     assert [str(v) for v in result.violations] == []
@@ -60,8 +70,7 @@ def test_a_template_asking_more_than_the_maximum_fails_once(sample_copy: Path, d
     spec = load_spec(dev_platform)
     templates = yaml.safe_load(render_ci_templates(spec))
     templates[".train-validate-base"]["variables"]["KUBERNETES_MEMORY_LIMIT"] = "48Gi"
-    (sample_copy / TEMPLATES).parent.mkdir(parents=True)
-    (sample_copy / TEMPLATES).write_text(yaml.safe_dump(templates))
+    _include_templates_locally(sample_copy, yaml.safe_dump(templates))
     result = check_pipeline(sample_copy / ".gitlab-ci.yml", spec)
     assert [str(v) for v in result.violations] == [
         f"{TEMPLATES}: .train-validate-base: KUBERNETES_MEMORY_LIMIT=48Gi is above the runner's "
@@ -71,8 +80,7 @@ def test_a_template_asking_more_than_the_maximum_fails_once(sample_copy: Path, d
 
 def test_the_committed_templates_win_over_the_rendered_ones(sample_copy: Path, dev_platform: dict[str, Any]) -> None:
     spec = load_spec(dev_platform)
-    (sample_copy / TEMPLATES).parent.mkdir(parents=True)
-    (sample_copy / TEMPLATES).write_text(render_ci_templates(spec))
+    _include_templates_locally(sample_copy, render_ci_templates(spec))
     assert check_pipeline(sample_copy / ".gitlab-ci.yml", spec).violations == []
     dev_platform["profiles"]["supervised"]["memory_limit"] = "32Gi"  # the platform shrank; the repo is behind
     lines = [str(v) for v in check_pipeline(sample_copy / ".gitlab-ci.yml", load_spec(dev_platform)).violations]
@@ -80,6 +88,36 @@ def test_the_committed_templates_win_over_the_rendered_ones(sample_copy: Path, d
         f"{TEMPLATES}: .train-validate-base: KUBERNETES_MEMORY_LIMIT=40Gi is above the runner's "
         "memory_limit_overwrite_max_allowed=32Gi: the job would fail"
     ]
+
+
+def test_a_project_include_reads_the_templates_the_platform_commits(
+    sample_copy: Path, dev_platform: dict[str, Any]
+) -> None:
+    """`include: project:` reads the default branch, which holds what `pulumi up` committed from the spec:
+    a stale copy on the branch does not matter; another project's file cannot be read offline."""
+    pipeline = sample_copy / ".gitlab-ci.yml"
+    document = yaml.safe_load(pipeline.read_text())
+    document["include"].append({"project": "ml-team/ci-snippets", "file": "lint.yml"})
+    pipeline.write_text(yaml.safe_dump(document))
+    (sample_copy / TEMPLATES).parent.mkdir(parents=True)
+    (sample_copy / TEMPLATES).write_text("stale: {script: [exit 1]}\n")
+    result = check_pipeline(pipeline, load_spec(dev_platform))
+    assert result.violations == []
+    assert result.jobs_checked == 22
+    assert result.warnings == [
+        ".gitlab-ci.yml: project include 'ml-team/ci-snippets' cannot be read offline: not checked"
+    ]
+
+
+def test_a_local_include_of_the_templates_not_yet_committed_is_read_from_the_spec(
+    sample_copy: Path, dev_platform: dict[str, Any]
+) -> None:
+    pipeline = sample_copy / ".gitlab-ci.yml"
+    document = yaml.safe_load(pipeline.read_text())
+    document["include"][0] = {"local": TEMPLATES}
+    pipeline.write_text(yaml.safe_dump(document))
+    result = check_pipeline(pipeline, load_spec(dev_platform))
+    assert (result.violations, result.warnings, result.jobs_checked) == ([], [], 22)
 
 
 def test_global_and_expanded_variables_are_seen(sample_copy: Path, dev_platform: dict[str, Any]) -> None:
