@@ -5,14 +5,22 @@ import pulumi
 from infra.cloud.platform import build_platform
 from infra.spec.errors import SpecError
 from infra.spec.platform import load_spec
+from infra.spec.secrets import secret_config_keys
 
+config = pulumi.Config()
 try:
-    spec = load_spec(pulumi.Config().require_object("platform"))
+    spec = load_spec(config.require_object("platform"))
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
 
 for warning in spec.warnings():
     pulumi.log.warn(str(warning))
 
-for name, value in build_platform(spec).items():
+secrets = {}  # the stack secrets the spec names (cache keys, secret CI variables), kept Pulumi secrets
+for key in secret_config_keys(spec):
+    secrets[key] = config.require_secret(key)  # a missing one stops here, before any resource
+    if not pulumi.runtime.is_config_secret(config.full_key(key)):
+        raise pulumi.RunError(f"{config.full_key(key)} is stored in plain text: pulumi config set --secret {key} ...")
+
+for name, value in build_platform(spec, secrets).items():
     pulumi.export(name, value)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from infra.offline import import_file, plan
+from infra.offline import check_ci, import_file, plan
 from infra.review import mr_note_cmd, plan_diff_cmd
 
-COMMANDS = (plan, import_file, plan_diff_cmd, mr_note_cmd)
+COMMANDS = (plan, import_file, check_ci, plan_diff_cmd, mr_note_cmd)
 """Modules with `add_parser(subparsers)`; each sets `handler` on its parser."""
 
 

@@ -14,3 +14,9 @@ def child_name(suffix: str, component: str = COMPONENT_NAME) -> str:
 
 GPU_SHARING_NAME = "gpu-sharing"
 GPU_SHARING_TOKEN = "gpu-ci:infra:GpuSharing"
+REGISTRY_COMPONENT = "registry"
+REGISTRY_TOKEN = "gpu-ci:infra:ContainerRegistry"
+RUNNER_COMPONENT = "runner"
+RUNNER_TOKEN = "gpu-ci:infra:GitlabRunner"
+CI_COMPONENT = "gitlab-ci"
+CI_TOKEN = "gpu-ci:infra:GitlabCi"

@@ -13,8 +13,10 @@ import time
 IMPORTS = (
     "import warnings; warnings.simplefilter('ignore');"
     "import pulumi, pulumi_kubernetes, pulumiverse_scaleway.kubernetes, pulumiverse_scaleway.network,"
-    " pulumi_kubernetes.core.v1, pulumi_kubernetes.meta.v1, pulumi_kubernetes.apiextensions,"
-    " pulumi_gitlab, pydantic, yaml, tomli_w"
+    " pulumi_gitlab, pydantic, yaml, tomli_w,"
+    " pulumi_kubernetes.core.v1, pulumi_kubernetes.meta.v1, pulumi_kubernetes.helm.v3,"
+    " pulumi_kubernetes.apiextensions,"
+    " pulumiverse_scaleway.registry, pulumiverse_scaleway.iam, pulumiverse_scaleway.object"
 )
 
 

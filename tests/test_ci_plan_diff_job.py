@@ -92,13 +92,15 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     assert diff.startswith(f"Offline plan diff of stack 'dev': main@{base[:8]} -> {head[:8]}\n")
     assert "~ scaleway:kubernetes/pool:Pool  kapsule-ci-training  (update)\n" in diff
     assert "-    maxSize: 1\n+    maxSize: 2\n" in diff
-    unchanged = len(json.loads((repo / "plan-base.json").read_text(encoding="utf-8"))["resources"]) - 1
-    assert f"Resources:\n    ~ 1 to update\n    {unchanged} unchanged\n" in diff
+    # A second pool slot raises the runner's `concurrent`: the Helm release changes with the pool.
+    assert "~ kubernetes:helm.sh/v3:Release  runner-release  (update)\n" in diff
+    unchanged = len(json.loads((repo / "plan-base.json").read_text(encoding="utf-8"))["resources"]) - 2
+    assert f"Resources:\n    ~ 2 to update\n    {unchanged} unchanged\n" in diff
     assert _git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone
     assert _git(repo, "status", "--porcelain", "--untracked-files=no") == ""
 
     [note] = gitlab.notes_of(42, 7)
     assert note["body"].startswith(marker("dev"))
-    assert f"**Offline plan diff** at commit `{head[:8]}`: 1 to update, {unchanged} unchanged" in note["body"]
+    assert f"**Offline plan diff** at commit `{head[:8]}`: 2 to update, {unchanged} unchanged" in note["body"]
     assert "ci-training  L40S-1-48G  fr-par-2  0-2" in note["body"]  # the head's capacity report
     assert f"created note {note['id']}" in result.stdout

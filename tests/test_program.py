@@ -30,9 +30,24 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
         CLUSTER: 1,
         POOL: 3,
         "pulumi:providers:kubernetes": 1,
+        # issue 4: GPU sharing
         "gpu-ci:infra:GpuSharing": 1,
         CONFIG_MAP: 1,
         CLUSTER_POLICY_PATCH: 1,
+        # issue 3: registry, runner, CI templates and variables
+        "gpu-ci:infra:ContainerRegistry": 1,
+        "scaleway:registry/namespace:Namespace": 1,
+        "scaleway:iam/application:Application": 1,
+        "scaleway:iam/policy:Policy": 1,
+        "scaleway:iam/apiKey:ApiKey": 1,
+        "gpu-ci:infra:GitlabRunner": 1,
+        "gitlab:index/userRunner:UserRunner": 1,
+        "kubernetes:core/v1:Namespace": 1,
+        "kubernetes:core/v1:Secret": 2,
+        "kubernetes:helm.sh/v3:Release": 1,
+        "gpu-ci:infra:GitlabCi": 1,
+        "gitlab:index/repositoryFile:RepositoryFile": 1,
+        "gitlab:index/projectVariable:ProjectVariable": 1,
     }
     pools = {r.plain_inputs["name"]: r for r in run.by_type(POOL)}
     assert {name: p.plain_inputs["nodeType"] for name, p in pools.items()} == {
@@ -166,10 +181,3 @@ def test_cost_is_exported(dev_stack: StackConfig) -> None:
     assert cost.value["baseline"]["node_type"] == "L40S-1-48G"
     assert cost.value["eur_per_day"] < cost.value["baseline"]["eur_per_day"]
     assert {p["pool"] for p in cost.value["pools"]} == {"ci-compile", "ci-training", "system"}
-
-
-def test_no_gpu_pool_no_sharing_resources(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
-    platform = {"pools": {"system": dev_platform["pools"]["system"]}, "profiles": {}}
-    run = run_program(dev_stack.with_values({"platform": platform}))
-    assert run.by_type(CONFIG_MAP) == [] and run.by_type(CLUSTER_POLICY_PATCH) == []
-    assert "gpu_sharing" not in run.outputs and "cost" not in run.outputs

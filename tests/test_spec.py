@@ -93,6 +93,11 @@ def _drop(*path: str) -> Edit:
 
 BAD_INPUTS = [
     Bad(
+        "no-profiles",
+        _set("profiles", value={}),
+        "platform.profiles={}: no profile: the runner routes jobs by profile, give at least one",
+    ),
+    Bad(
         "typo-node-type",
         _set("pools", "ci-compile", "node_type", value="L4-1-24GB"),
         "platform.pools.ci-compile.node_type='L4-1-24GB': unknown node type; did you mean 'L4-1-24G'? "

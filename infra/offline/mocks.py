@@ -65,6 +65,60 @@ def _k8s_object_outputs(args: pulumi_mocks.MockResourceArgs, resource_id: str) -
     return {"metadata": metadata}
 
 
+MOCK_RUNNER_TOKEN_PREFIX = "glrt-mock-"
+"""Runner tokens handed out by the mocks start with this; the secrets audit looks for it."""
+MOCK_PROJECT_ID = 4242
+MOCK_GROUP_ID = 42
+
+
+def _stable(*parts: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "::".join(parts)))
+
+
+def _user_runner_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, Any]:
+    return {"token": MOCK_RUNNER_TOKEN_PREFIX + _stable("token", args.name).replace("-", "")[:20]}
+
+
+def _registry_namespace_outputs(args: pulumi_mocks.MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    region = resource_id.split("/", maxsplit=1)[0]
+    return {
+        "endpoint": f"rg.{region}.scw.cloud/{args.inputs.get('name') or args.name}",
+        "projectId": _stable("project", "default"),
+        "organizationId": _stable("organization", "default"),
+    }
+
+
+def _api_key_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, Any]:
+    return {
+        "accessKey": "SCW" + _stable("ak", args.name).replace("-", "")[:17].upper(),
+        "secretKey": _stable("sk", args.name),
+    }
+
+
+def _bucket_outputs(args: pulumi_mocks.MockResourceArgs, resource_id: str) -> dict[str, Any]:
+    region = resource_id.split("/", maxsplit=1)[0]
+    name = args.inputs.get("name") or args.name
+    return {"endpoint": f"https://{name}.s3.{region}.scw.cloud", "apiEndpoint": f"https://s3.{region}.scw.cloud"}
+
+
+def _release_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, Any]:
+    return {
+        "status": {
+            "status": "deployed",
+            "name": args.inputs.get("name"),
+            "namespace": args.inputs.get("namespace"),
+            "chart": args.inputs.get("chart"),
+            "version": args.inputs.get("version"),
+            "revision": 1,
+        }
+    }
+
+
+def _repository_file_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> dict[str, Any]:
+    commit = _stable("commit", args.name, str(args.inputs.get("content"))).replace("-", "")
+    return {"commitId": commit, "lastCommitId": commit, "ref": args.inputs.get("branch")}
+
+
 RESOURCE_TYPES: dict[str, ResourceType] = {
     "scaleway:network/vpc:Vpc": ResourceType(("name", "region")),
     "scaleway:network/privateNetwork:PrivateNetwork": ResourceType(("name", "region", "ipv4Subnet")),
@@ -90,6 +144,25 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
     # GPU sharing (infra/cloud/gpu_sharing.py)
     "kubernetes:core/v1:ConfigMap": ResourceType(("metadata", "data"), _k8s_object_outputs),
     "kubernetes:nvidia.com/v1:ClusterPolicyPatch": ResourceType(("metadata", "spec"), _k8s_object_outputs),
+    "scaleway:registry/namespace:Namespace": ResourceType(("name", "region", "isPublic"), _registry_namespace_outputs),
+    "scaleway:iam/application:Application": ResourceType(("name",)),
+    "scaleway:iam/policy:Policy": ResourceType(("name", "rules")),
+    "scaleway:iam/apiKey:ApiKey": ResourceType(("description",), _api_key_outputs),
+    "scaleway:object/bucket:Bucket": ResourceType(("name", "region", "lifecycleRules"), _bucket_outputs),
+    "gitlab:index/userRunner:UserRunner": ResourceType(
+        ("runnerType", "projectId", "groupId", "tagLists", "untagged", "accessLevel", "maximumTimeout"),
+        _user_runner_outputs,
+    ),
+    "gitlab:index/repositoryFile:RepositoryFile": ResourceType(
+        ("project", "filePath", "branch"), _repository_file_outputs
+    ),
+    "gitlab:index/projectVariable:ProjectVariable": ResourceType(("project", "key", "value", "masked", "protected")),
+    "gitlab:index/groupVariable:GroupVariable": ResourceType(("group", "key", "value", "masked", "protected")),
+    "kubernetes:core/v1:Namespace": ResourceType(("metadata",), _k8s_object_outputs),
+    "kubernetes:core/v1:Secret": ResourceType(("metadata", "type", "stringData"), _k8s_object_outputs),
+    "kubernetes:helm.sh/v3:Release": ResourceType(
+        ("name", "chart", "version", "namespace", "repositoryOpts"), _release_outputs
+    ),
 }
 
 COMPONENT_PREFIX = "gpu-ci:infra:"
@@ -97,7 +170,46 @@ COMPONENT_PREFIX = "gpu-ci:infra:"
 
 InvokeFn = Callable[[dict[str, Any]], dict[str, Any]]
 
-INVOKES: dict[str, InvokeFn] = {}
+
+def _get_project(args: dict[str, Any]) -> dict[str, Any]:
+    path = args.get("pathWithNamespace") or "mock/project"
+    return {
+        "id": str(MOCK_PROJECT_ID),
+        "pathWithNamespace": path,
+        "path": path.rsplit("/", maxsplit=1)[-1],
+        "defaultBranch": "main",
+        "webUrl": f"https://gitlab.example/{path}",
+    }
+
+
+def _get_group(args: dict[str, Any]) -> dict[str, Any]:
+    path = args.get("fullPath") or "mock"
+    return {
+        "id": str(MOCK_GROUP_ID),
+        "groupId": MOCK_GROUP_ID,
+        "fullPath": path,
+        "webUrl": f"https://gitlab.example/{path}",
+    }
+
+
+def _get_registry_namespace(args: dict[str, Any]) -> dict[str, Any]:
+    region, name = args.get("region") or "fr-par", args.get("name") or "mock"
+    return {
+        "id": f"{region}/{_stable('registry', name)}",
+        "namespaceId": f"{region}/{_stable('registry', name)}",
+        "name": name,
+        "region": region,
+        "endpoint": f"rg.{region}.scw.cloud/{name}",
+        "projectId": _stable("project", "default"),
+        "isPublic": False,
+    }
+
+
+INVOKES: dict[str, InvokeFn] = {
+    "gitlab:index/getProject:getProject": _get_project,
+    "gitlab:index/getGroup:getGroup": _get_group,
+    "scaleway:registry/getNamespace:getNamespace": _get_registry_namespace,
+}
 """Answers for the invokes (data sources) the program calls, by token."""
 
 
@@ -150,6 +262,8 @@ def mask_secrets(value: Any, mask: str = "[secret]") -> Any:
 def mock_id(type_token: str, name: str, region: str = "fr-par") -> str:
     """Deterministic ids shaped like the provider's (`fr-par/<uuid>` for Scaleway), stable across runs."""
     stable = uuid.uuid5(uuid.NAMESPACE_URL, f"{type_token}::{name}")
+    if type_token == "gitlab:index/userRunner:UserRunner":
+        return str(stable.int % 10**6)  # GitLab runner ids are integers
     return f"{region}/{stable}" if type_token.startswith("scaleway:") else str(stable)
 
 
@@ -176,7 +290,7 @@ class RecordingMocks(pulumi_mocks.Mocks):
         if answer is None:
             raise NotImplementedError(f"mocks: unknown invoke {args.token!r}; add it to INVOKES")
         self.invokes.append((args.token, dict(args.args)))
-        return answer(dict(args.args)), None
+        return answer(dict(args.args)), []  # no check failures (None would break MockMonitor.Invoke)
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):

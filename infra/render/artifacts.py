@@ -10,8 +10,10 @@ import json
 
 from infra.capacity import pool_reports
 from infra.cost import cost_report
+from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import render_cluster_policy_patch, render_config_map
 from infra.render.report import render_report
+from infra.render.runner import render_runner_config, render_runner_values
 from infra.spec.platform import PlatformSpec
 
 
@@ -21,6 +23,9 @@ def render_artifacts(spec: PlatformSpec) -> dict[str, str]:
     artifacts = {
         "capacity.txt": render_report(spec),
         "capacity.json": json.dumps([r.as_json() for r in rows], indent=2, sort_keys=True) + "\n",
+        "runner-config.toml": render_runner_config(spec),
+        "runner-values.yaml": render_runner_values(spec),
+        "ci-templates.yml": render_ci_templates(spec),
     }
     if spec.gpu_pools():
         artifacts["device-plugin-config.yaml"] = render_config_map(spec)

@@ -17,11 +17,15 @@ from infra.capacity import fit_problems
 from infra.catalog import BUILTIN_CATALOG, Catalog
 from infra.spec.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
 from infra.spec.catalog import NodeTypeSpec, ReserveSpec, build_catalog
+from infra.spec.ci import CiSpec, ci_problems
 from infra.spec.cluster import ClusterSpec
 from infra.spec.errors import Problem, SpecError, key_path, problems_from_validation
+from infra.spec.gitlab import GitlabSpec, gitlab_problems
 from infra.spec.gpu_operator import GpuOperatorSpec
 from infra.spec.pools import GPU_TAINT_KEY, POOL_NAME_LABEL, PoolSpec
 from infra.spec.profiles import ProfileSpec
+from infra.spec.registry import RegistrySpec
+from infra.spec.runner import RunnerSpec, runner_problems
 from infra.spec.workload import WorkloadSpec, workload_problems
 
 RESERVED_LABEL_PREFIXES = ("k8s.scaleway.com/", "kubernetes.io/", "k8s.io/", "node.kubernetes.io/", "nvidia.com/")
@@ -36,7 +40,7 @@ MAX_MPS_REPLICAS = 48
 
 
 class PlatformSpec(SpecModel):
-    """Pools, profiles and the figures behind them (later sections: runner, CI, GitLab)."""
+    """Pools, profiles and the figures behind them; the runner, GitLab, CI and registry sections."""
 
     region: Literal["fr-par", "nl-ams", "pl-waw"] = "fr-par"
     cluster: ClusterSpec = ClusterSpec()
@@ -47,6 +51,10 @@ class PlatformSpec(SpecModel):
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     workload: WorkloadSpec | None = None
     """Daily CI load, for the cost report only; None leaves the workload part out of the report."""
+    gitlab: GitlabSpec
+    runner: RunnerSpec = RunnerSpec()
+    ci: CiSpec = CiSpec()
+    registry: RegistrySpec = RegistrySpec()
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -89,6 +97,8 @@ def load_spec(raw: object) -> PlatformSpec:
 
 def semantic_problems(spec: PlatformSpec) -> list[Problem]:
     """Cross-field rules pydantic cannot see: references, catalogue, zones, sizes, uniqueness."""
+    if not spec.profiles:
+        return [Problem(key_path("profiles"), {}, "no profile: the runner routes jobs by profile, give at least one")]
     return [
         *_catalog_problems(spec),
         *_cluster_problems(spec),
@@ -97,6 +107,9 @@ def semantic_problems(spec: PlatformSpec) -> list[Problem]:
         *(p for name in sorted(spec.profiles) for p in _profile_problems(spec, name)),
         *_uniqueness_problems(spec),
         *workload_problems(spec),
+        *runner_problems(spec),
+        *gitlab_problems(spec),
+        *ci_problems(spec),
     ]
 
 

@@ -1,0 +1,97 @@
+"""GitlabCi: the CI templates committed to the training project, and its CI/CD variables.
+
+Fed by `platform.ci`, `platform.gitlab` and the profiles. The templates file is the text
+`infra.render.ci_templates` renders (also written by `python -m infra plan --out`), committed with
+`gitlab.RepositoryFile` to the path and branch the spec names; the training project's `.gitlab-ci.yml`
+`include:`s it. Variables go to the project or its group: `REGISTRY` (the registry namespace's
+endpoint) and the spec's own, secret ones masked and protected with their value kept a Pulumi secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gitlab as gitlab
+
+from infra.cloud_names import CI_TOKEN, child_name
+from infra.render.ci_templates import render_ci_templates
+from infra.spec.ci import CiVariableSpec
+from infra.spec.platform import PlatformSpec
+
+COMMIT_AUTHOR = "gpu-ci (Pulumi)"
+
+
+@dataclass(frozen=True)
+class GitlabCiArgs:
+    """The spec, the registry endpoint, and the stack secrets the variables read (by config key)."""
+
+    spec: PlatformSpec
+    registry_endpoint: pulumi.Input[str]
+    secrets: Mapping[str, pulumi.Input[str]] | None = None
+
+
+class GitlabCi(pulumi.ComponentResource):
+    """Templates file and variables of the training project."""
+
+    templates: pulumi.Output[str]
+    """The committed templates text."""
+    templates_commit: pulumi.Output[str]
+    """Commit that last wrote the templates file."""
+    variables: dict[str, pulumi.Output[str]]
+    """Ids of the CI/CD variables it manages, by key."""
+
+    def __init__(self, name: str, args: GitlabCiArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(CI_TOKEN, name, {}, opts)
+        spec, secrets = args.spec, args.secrets or {}
+        text = render_ci_templates(spec)
+        branch = spec.ci.templates_branch
+        if branch is None:
+            branch = gitlab.get_project_output(
+                path_with_namespace=spec.gitlab.project, opts=pulumi.InvokeOutputOptions(parent=self)
+            ).default_branch
+        templates = gitlab.RepositoryFile(
+            child_name("templates", name),
+            project=spec.gitlab.project,
+            file_path=spec.ci.templates_path,
+            branch=branch,
+            content=text,
+            encoding="text",
+            author_name=COMMIT_AUTHOR,
+            commit_message="gpu-ci: update the CI templates (generated from the platform spec)",
+            overwrite_on_create=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        plain = CiVariableSpec(value="", description="Container registry of the training images (gpu-ci)")
+        managed = {"REGISTRY": (plain, args.registry_endpoint)}
+        for key, variable in sorted(spec.ci.variables.items()):
+            value = secrets[variable.secret] if variable.secret is not None else variable.value
+            managed[key] = (variable, pulumi.Output.secret(value) if variable.is_secret else value)
+        self.variables = {
+            key: self._variable(name, spec, key, variable, value).id
+            for key, (variable, value) in sorted(managed.items())
+        }
+        self.templates = pulumi.Output.from_input(text)
+        self.templates_commit = templates.last_commit_id
+        self.register_outputs(
+            {"templates": self.templates, "templates_commit": self.templates_commit, "variables": self.variables}
+        )
+
+    def _variable(
+        self, name: str, spec: PlatformSpec, key: str, variable: CiVariableSpec, value: pulumi.Input[str]
+    ) -> pulumi.CustomResource:
+        common = {
+            "key": key,
+            "value": value,
+            "masked": variable.effective_masked,
+            "protected": variable.effective_protected,
+            "raw": variable.raw,
+            "description": variable.description,
+            "environment_scope": variable.environment_scope,
+            "opts": pulumi.ResourceOptions(parent=self),
+        }
+        resource_name = child_name(f"var-{key}", name)
+        if spec.ci.variables_scope == "group":
+            return gitlab.GroupVariable(resource_name, group=spec.gitlab.group, **common)
+        return gitlab.ProjectVariable(resource_name, project=spec.gitlab.project, **common)

@@ -1,0 +1,144 @@
+"""The GitLab runner's config.toml template and Helm values, derived from the spec (pure: no Pulumi import).
+
+`runner_config(spec)` is the `[[runners]]` entry the chart registers from (`runners.config`), built as
+a dict and written with tomli_w. The chart passes that text through Helm's `tpl`, so it must hold no
+`{{` (nothing here is templated: the namespace is written out, the GPU patch is block YAML).
+`runner_helm_values(spec)` is the chart's values: only keys the chart's templates read
+(shared/upstream/gitlab-runner-chart-0.86-values-paths.txt), and never the runner token: the token
+reaches the manager through the `runners.secret` Secret, which the runner component creates.
+
+What keeps a GPU node from billing for nothing:
+- job pods get `activeDeadlineSeconds` = the job's timeout (FF_USE_POD_ACTIVE_DEADLINE_SECONDS), so a
+  pod orphaned by a crashed manager is killed by the kubelet at the latest when its job would time out;
+- a job pod's deletion grace is short (`pod_termination_grace_period_seconds`, `cleanup_*`), so a
+  finished or cancelled job frees its GPU replica at once and the autoscaler can remove the node;
+- job pods are annotated `safe-to-evict: false`: the autoscaler never evicts a running job to consolidate.
+What keeps an upgrade from killing running jobs: the manager's preStop sends SIGQUIT (stop taking jobs,
+finish the running ones) and waits, within a grace period of the runner's job timeout plus a margin.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import tomli_w
+import yaml
+
+from infra.render.yaml_text import dump_yaml
+from infra.routing import JOB_RESOURCES, poll_timeout_seconds, runner_concurrent, runner_limits
+from infra.spec.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_NAME_LABEL
+from infra.spec.runner import manager_pool
+
+if TYPE_CHECKING:
+    from infra.spec.platform import PlatformSpec
+
+RELEASE_NAME = "gitlab-runner"
+TOKEN_SECRET_NAME = "gitlab-runner-token"
+"""Secret with `runner-token` (the glrt- token) and an empty `runner-registration-token`: the chart reads both."""
+REGISTRY_PULL_SECRET_NAME = "registry-pull"
+CACHE_SECRET_NAME = "runner-cache-s3"
+"""Secret with `accesskey` and `secretkey`: the chart exports them as CACHE_S3_ACCESS_KEY / _SECRET_KEY."""
+RUNNER_ID_ANNOTATION = "gpu-ci/runner-id"
+"""Manager pod annotation the runner component sets to the GitLab runner id: a new runner (new token) rolls it."""
+
+FEATURE_FLAGS = {
+    "FF_USE_ADVANCED_POD_SPEC_CONFIGURATION": True,
+    "FF_USE_POD_ACTIVE_DEADLINE_SECONDS": True,
+    "FF_PRINT_POD_EVENTS": True,
+}
+"""pod_spec patches need the first; the second bounds an orphaned pod's life; the third shows scale-up
+events in the job log while a job waits for a GPU node."""
+
+GPU_PATCH_NAME = "gpu"
+JOB_POD_TERMINATION_GRACE_SECONDS = 30
+CLEANUP_GRACE_SECONDS = 30
+CLEANUP_RESOURCES_TIMEOUT = "5m"
+DRAIN_MARGIN_SECONDS = 300
+"""Added to the job timeout for the manager's termination grace: time to upload the last job's artifacts."""
+SCALEWAY_S3_HOST = "s3.{region}.scw.cloud"
+
+_DRAIN = "kill -QUIT $(pgrep -x gitlab-runner) 2>/dev/null; while pgrep -x gitlab-runner >/dev/null; do sleep 5; done"
+"""preStop of the manager: SIGQUIT is gitlab-runner's graceful shutdown (finish running jobs, take no
+new one); Kubernetes' SIGTERM would abort them. pgrep -x matches the process name, not this shell."""
+
+
+def gpu_pod_spec_patch() -> str:
+    """Strategic-merge patch giving the build container one `nvidia.com/gpu` (one replica of a shared GPU)."""
+    patch = {
+        "containers": [
+            {"name": "build", "resources": {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 1}}}
+        ]
+    }
+    return yaml.safe_dump(patch, sort_keys=True, default_flow_style=False)
+
+
+def runner_config(spec: PlatformSpec) -> dict[str, Any]:
+    """The runner's config.toml template (one `[[runners]]` entry), as a dict."""
+    limits = runner_limits(spec)
+    kubernetes: dict[str, Any] = {
+        "namespace": spec.runner.namespace,
+        "image": spec.runner.default_image,
+        "poll_timeout": poll_timeout_seconds(spec),
+        **{r.field: limits.defaults[r.field].text for r in JOB_RESOURCES},
+        **{r.max_key: limits.maxima[r.field].text for r in JOB_RESOURCES},
+        "node_selector": {POOL_NAME_LABEL: limits.default_pool},
+        "node_selector_overwrite_allowed": limits.node_selector_regex,
+        "node_tolerations": {f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}": GPU_TAINT_EFFECT},
+        "pod_annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+        "pod_termination_grace_period_seconds": JOB_POD_TERMINATION_GRACE_SECONDS,
+        "cleanup_grace_period_seconds": CLEANUP_GRACE_SECONDS,
+        "cleanup_resources_timeout": CLEANUP_RESOURCES_TIMEOUT,
+        "pod_spec": [{"name": GPU_PATCH_NAME, "patch_type": "strategic", "patch": gpu_pod_spec_patch()}],
+    }
+    if spec.registry.needs_pull_secret:
+        kubernetes["image_pull_secrets"] = [REGISTRY_PULL_SECRET_NAME]
+    entry: dict[str, Any] = {
+        "executor": "kubernetes",
+        "feature_flags": dict(FEATURE_FLAGS),
+        "kubernetes": kubernetes,
+    }
+    cache = spec.runner.cache
+    if cache is not None:
+        entry["cache"] = {
+            "Type": "s3",
+            "Path": cache.path,
+            "Shared": cache.shared,
+            "s3": {
+                "ServerAddress": SCALEWAY_S3_HOST.format(region=spec.region),
+                "BucketName": cache.bucket,
+                "BucketLocation": spec.region,
+                "AuthenticationType": "access-key",
+                "Insecure": False,
+            },
+        }
+    return {"runners": [entry]}
+
+
+def render_runner_config(spec: PlatformSpec) -> str:
+    """The config.toml template as text (what the chart's `runners.config` receives)."""
+    text = tomli_w.dumps(runner_config(spec), multiline_strings=True)
+    if "{{" in text:  # the chart runs this through Helm's tpl; a `{{` would be executed as a template
+        raise ValueError("runner config must not contain '{{' (Helm's tpl would interpret it)")
+    return text
+
+
+def runner_helm_values(spec: PlatformSpec) -> dict[str, Any]:
+    """Values of the gitlab-runner chart (no token: it comes from the `runners.secret` Secret)."""
+    runners: dict[str, Any] = {"config": render_runner_config(spec), "secret": TOKEN_SECRET_NAME}
+    if spec.runner.cache is not None:
+        runners["cache"] = {"secretName": CACHE_SECRET_NAME}
+    return {
+        "gitlabUrl": spec.gitlab.url,
+        "concurrent": runner_concurrent(spec),
+        "rbac": {"create": True, "clusterWideAccess": False},
+        "serviceAccount": {"create": True},
+        "nodeSelector": {POOL_NAME_LABEL: manager_pool(spec)},
+        "terminationGracePeriodSeconds": spec.runner.job_timeout_seconds + DRAIN_MARGIN_SECONDS,
+        "deploymentLifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", _DRAIN]}}},
+        "runners": runners,
+    }
+
+
+def render_runner_values(spec: PlatformSpec) -> str:
+    """The Helm values as YAML, for reviewers (the manager pod's runner-id annotation is added at deploy)."""
+    return dump_yaml(runner_helm_values(spec))

@@ -1,0 +1,212 @@
+"""`platform.runner`: the one GitLab runner (one Helm release, one `glrt-` token) that runs every profile's jobs.
+
+The runner's limits (default pool, node-selector allow-list, resource maxima) are not configured here:
+they are derived from the pools and profiles (`infra.routing`), so they can never disagree with the
+CI templates. This section holds what is the runner's own: where it lives, which chart, its timeouts,
+its tags and its optional cache.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, field_validator
+
+from infra.spec.base import DNS_LABEL, Duration, SpecModel, duration_seconds
+from infra.spec.errors import Problem, format_value, key_path
+
+if TYPE_CHECKING:
+    from infra.spec.platform import PlatformSpec
+
+CHART_REPOSITORY = "https://charts.gitlab.io"
+CHART_NAME = "gitlab-runner"
+CACHE_ACCESS_KEY_CONFIG = "runner_cache_access_key"
+CACHE_SECRET_KEY_CONFIG = "runner_cache_secret_key"
+"""Stack secrets (`gpu-ci:<key>`) holding the Object Storage key of the runner cache."""
+
+MIN_JOB_TIMEOUT_SECONDS = 600
+"""GitLab refuses a runner maximum timeout below 10 minutes."""
+
+_CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_CACHE_PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
+
+
+class RunnerCacheSpec(SpecModel):
+    """The distributed cache on a Scaleway Object Storage bucket (every job is a fresh pod)."""
+
+    bucket: str
+    create: bool = True
+    """Create the bucket (with an expiry rule); False uses an existing bucket of that name."""
+    expire_days: int | None = Field(30, ge=1)
+    """Cache objects older than this are deleted by a lifecycle rule (created buckets only)."""
+    path: str = "gpu-ci"
+    """Prefix of the cache objects in the bucket."""
+    shared: bool = True
+    """One cache for all runner managers (a manager pod replaced by an upgrade keeps the cache)."""
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        if not _BUCKET.match(value) or ".." in value:
+            raise ValueError("not a bucket name: 3-63 of a-z, 0-9, '.' and '-', starting and ending alphanumeric")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not _CACHE_PATH.match(value) or ".." in value:
+            raise ValueError("not an object prefix like gpu-ci or ci/cache")
+        return value
+
+
+class RunnerSpec(SpecModel):
+    """The GitLab runner manager and the job pods it creates."""
+
+    namespace: str = "gitlab-runner"
+    """Kubernetes namespace of the manager and of the job pods (its RBAC stops there)."""
+    chart_version: str = "0.86.0"
+    """Exact version of the `gitlab-runner` chart (charts.gitlab.io); upgrades are explicit."""
+    default_pool: str | None = None
+    """Where a job that names no pool runs; None: the cheapest pool a profile targets."""
+    manager_pool: str | None = None
+    """Where the manager pod runs; None: the first always-on pool without a GPU."""
+    concurrent: int | None = Field(None, ge=1)
+    """Jobs the manager runs at once; None: every job slot of the profiles' pools at max_size."""
+    job_timeout: Duration = "3h"
+    """Longest job the runner accepts (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
+    tags: tuple[str, ...] = ("kapsule", "gpu")
+    """Runner tags; the CI templates carry the same tags. The runner takes no untagged jobs."""
+    description: str = "gpu-ci: Kapsule GPU runner (managed by Pulumi)"
+    access_level: Literal["not_protected", "ref_protected"] = "not_protected"
+    """`ref_protected` runs jobs of protected branches and tags only."""
+    default_image: str = "alpine:3.22"
+    """Image of a job that sets none (the CI templates set the training image)."""
+    cache: RunnerCacheSpec | None = None
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not DNS_LABEL.match(value) or len(value) > 63:
+            raise ValueError("not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')")
+        return value
+
+    @field_validator("chart_version")
+    @classmethod
+    def _chart_version(cls, value: str) -> str:
+        if not _CHART_VERSION.match(value):
+            raise ValueError("not a chart version like 0.86.0 (pin an exact version)")
+        return value
+
+    @field_validator("job_timeout")
+    @classmethod
+    def _job_timeout(cls, value: str) -> str:
+        if duration_seconds(value) < MIN_JOB_TIMEOUT_SECONDS:
+            raise ValueError("must be at least 10m (GitLab's minimum runner timeout)")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("needs at least one tag: the runner takes no untagged jobs")
+        for tag in value:
+            if not _TAG.match(tag):
+                raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a tag twice")
+        return value
+
+    @field_validator("description", "default_image")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @property
+    def job_timeout_seconds(self) -> int:
+        return duration_seconds(self.job_timeout)
+
+
+def targeted_pools(spec: PlatformSpec) -> list[str]:
+    """Pools that some profile sends jobs to (existing ones only), sorted."""
+    return sorted({p.pool for p in spec.profiles.values() if p.pool in spec.pools})
+
+
+def default_pool(spec: PlatformSpec) -> str | None:
+    """The runner's default pool: as configured, else the cheapest pool a profile targets."""
+    if spec.runner.default_pool is not None:
+        return spec.runner.default_pool
+    priced = [
+        (spec.catalog[spec.pools[name].node_type].eur_per_hour, name)
+        for name in targeted_pools(spec)
+        if spec.pools[name].node_type in spec.catalog
+    ]
+    return min(priced)[1] if priced else None
+
+
+def manager_pool(spec: PlatformSpec) -> str | None:
+    """The manager's pool: as configured, else the first always-on pool without a GPU."""
+    if spec.runner.manager_pool is not None:
+        return spec.runner.manager_pool
+    for name in spec.always_on_pools():
+        node_type = spec.pools[name].node_type
+        if node_type in spec.catalog and not spec.catalog[node_type].is_gpu:
+            return name
+    return None
+
+
+def runner_problems(spec: PlatformSpec) -> list[Problem]:
+    """The runner's pools exist and suit their role."""
+    runner, problems = spec.runner, []
+    pools = ", ".join(sorted(spec.pools))
+    targeted = targeted_pools(spec)
+    dangling = any(  # a profile on a missing or CPU pool: reported with the profile, not again here
+        p.pool not in spec.pools
+        or spec.pools[p.pool].node_type not in spec.catalog
+        or not spec.catalog[spec.pools[p.pool].node_type].is_gpu
+        for p in spec.profiles.values()
+    )
+    if runner.default_pool is not None and runner.default_pool not in spec.pools:
+        problems.append(Problem(key_path("runner", "default_pool"), runner.default_pool, f"no such pool ({pools})"))
+    elif runner.default_pool is not None and runner.default_pool not in targeted and not dangling:
+        problems.append(
+            Problem(
+                key_path("runner", "default_pool"),
+                runner.default_pool,
+                "no profile targets it: every job of the runner gets one nvidia.com/gpu and a profile's size "
+                f"(pools of profiles: {format_value(targeted)})",
+            )
+        )
+    chosen = manager_pool(spec)
+    path = key_path("runner", "manager_pool")
+    if not spec.always_on_pools() and spec.cluster.type == "kapsule":
+        return problems  # reported once, as the cluster's missing always-on pool
+    if chosen is None:
+        problems.append(
+            Problem(path, None, "no always-on pool without a GPU: the runner manager needs one to run all the time")
+        )
+    elif chosen not in spec.pools:
+        problems.append(Problem(path, chosen, f"no such pool ({pools})"))
+    elif not spec.pools[chosen].always_on:
+        problems.append(
+            Problem(
+                path,
+                chosen,
+                f"is not always-on (min_size={spec.pools[chosen].min_size}): the runner manager must run all the "
+                "time to pick up jobs",
+            )
+        )
+    elif spec.pools[chosen].node_type in spec.catalog and spec.catalog[spec.pools[chosen].node_type].is_gpu:
+        problems.append(
+            Problem(
+                path,
+                chosen,
+                "is a GPU pool: its nvidia.com/gpu taint keeps the manager off, and a GPU node would bill around "
+                "the clock",
+            )
+        )
+    return problems

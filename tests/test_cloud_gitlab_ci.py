@@ -1,0 +1,167 @@
+"""GitlabCi and ContainerRegistry under mocks: the committed templates, the variables, the registry."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pulumi
+
+from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
+from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
+from infra.offline.mocks import RecordedResource, RecordingMonitor, is_secret
+from infra.render.ci_templates import render_ci_templates
+from infra.spec.platform import load_spec
+
+ENDPOINT = "rg.fr-par.scw.cloud/gpu-ci"
+
+
+def _by_name(monitor: RecordingMonitor) -> dict[str, RecordedResource]:
+    return {r.name: r for r in monitor.recorded}
+
+
+def _settled(ci: GitlabCi) -> pulumi.Output[Any]:
+    """Everything the component registers, resolved."""
+    return pulumi.Output.all(ci.templates, ci.templates_commit, *ci.variables.values())
+
+
+def _ci(platform: dict[str, Any], secrets: dict[str, Any] | None = None) -> GitlabCi:
+    return GitlabCi("gitlab-ci", GitlabCiArgs(spec=load_spec(platform), registry_endpoint=ENDPOINT, secrets=secrets))
+
+
+@pulumi.runtime.test
+def test_templates_are_committed_to_the_training_project(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    ci = _ci(dev_platform)
+
+    def check(values: list[Any]) -> None:
+        text = render_ci_templates(load_spec(dev_platform))
+        committed = _by_name(pulumi_mocks)["gitlab-ci-templates"]
+        assert committed.type == "gitlab:index/repositoryFile:RepositoryFile"
+        inputs = committed.plain_inputs
+        assert (inputs["project"], inputs["filePath"]) == ("ml-team/training", ".gitlab/ci/gpu-ci-templates.yml")
+        assert inputs["branch"] == "main"  # the project's default branch, looked up
+        assert (inputs["content"], inputs["encoding"]) == (text, "text")
+        assert inputs["overwriteOnCreate"] is True
+        assert values[0] == text
+
+    return _settled(ci).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_configured_branch_needs_no_lookup(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    dev_platform["ci"]["templates_branch"] = "ci-templates"
+    ci = _ci(dev_platform)
+
+    def check(_: Any) -> None:
+        assert _by_name(pulumi_mocks)["gitlab-ci-templates"].plain_inputs["branch"] == "ci-templates"
+        assert pulumi_mocks.mocks.invokes == []
+
+    return _settled(ci).apply(check)
+
+
+@pulumi.runtime.test
+def test_variables_registry_plain_and_secret(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    dev_platform["ci"]["variables"] = {
+        "DATASET_URI": "s3://datasets/lob",
+        "WANDB_API_KEY": {"secret": "wandb_api_key", "description": "Weights & Biases"},
+    }
+    ci = _ci(dev_platform, secrets={"wandb_api_key": pulumi.Output.secret("wandb-0123456789abcdef")})
+
+    def check(_: Any) -> None:
+        res = _by_name(pulumi_mocks)
+        assert sorted(ci.variables) == ["DATASET_URI", "REGISTRY", "WANDB_API_KEY"]
+        registry = res["gitlab-ci-var-REGISTRY"]
+        assert registry.type == "gitlab:index/projectVariable:ProjectVariable"
+        assert {k: registry.plain_inputs[k] for k in ("project", "key", "value", "masked", "protected")} == {
+            "project": "ml-team/training",
+            "key": "REGISTRY",
+            "value": ENDPOINT,
+            "masked": False,
+            "protected": False,  # merge-request pipelines need it
+        }
+        plain = res["gitlab-ci-var-DATASET_URI"]
+        assert (plain.plain_inputs["value"], plain.plain_inputs["masked"]) == ("s3://datasets/lob", False)
+        assert not is_secret(plain.inputs["value"])
+        secret = res["gitlab-ci-var-WANDB_API_KEY"]
+        assert is_secret(secret.inputs["value"])
+        assert secret.plain_inputs["value"] == "wandb-0123456789abcdef"
+        assert (secret.plain_inputs["masked"], secret.plain_inputs["protected"]) == (True, True)
+        assert secret.plain_inputs["description"] == "Weights & Biases"
+
+    return _settled(ci).apply(check)
+
+
+@pulumi.runtime.test
+def test_group_scope_variables(pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]) -> pulumi.Output[Any]:
+    dev_platform["ci"]["variables_scope"] = "group"
+    ci = _ci(dev_platform)
+
+    def check(_: Any) -> None:
+        variable = _by_name(pulumi_mocks)["gitlab-ci-var-REGISTRY"]
+        assert variable.type == "gitlab:index/groupVariable:GroupVariable"
+        assert variable.plain_inputs["group"] == "ml-team"
+
+    return _settled(ci).apply(check)
+
+
+@pulumi.runtime.test
+def test_registry_is_created_protected_with_a_read_only_pull_key(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    registry = ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+    assert registry.docker_config_json is not None
+
+    def check(values: list[Any]) -> None:
+        endpoint, project_id, docker_config = values
+        res = _by_name(pulumi_mocks)
+        namespace = res["registry-namespace"]
+        assert namespace.options["protect"] is True
+        assert (namespace.plain_inputs["name"], namespace.plain_inputs["isPublic"]) == ("gpu-ci", False)
+        assert endpoint == ENDPOINT
+        policy = res["registry-pull-policy"].plain_inputs
+        assert policy["applicationId"] == res["registry-pull"].id
+        assert policy["rules"] == [{"projectIds": [project_id], "permissionSetNames": ["ContainerRegistryReadOnly"]}]
+        key = res["registry-pull-key"]
+        assert key.plain_inputs["applicationId"] == res["registry-pull"].id
+        assert res["registry-pull-policy"].urn in key.options["dependencies"]
+        auths = json.loads(docker_config)["auths"]
+        assert list(auths) == ["rg.fr-par.scw.cloud"]
+        assert (auths["rg.fr-par.scw.cloud"]["username"], auths["rg.fr-par.scw.cloud"]["password"]) == (
+            "nologin",
+            key.outputs["secretKey"],
+        )
+
+    return pulumi.Output.all(registry.endpoint, registry.project_id, registry.docker_config_json).apply(check)
+
+
+def test_docker_config_is_a_secret(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any], _event_loop: asyncio.AbstractEventLoop
+) -> None:
+    registry = ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+    assert registry.docker_config_json is not None
+    assert _event_loop.run_until_complete(registry.docker_config_json.is_secret()) is True
+
+
+@pulumi.runtime.test
+def test_adopted_public_registry_is_read_and_needs_no_key(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    dev_platform["registry"].update(existing=True, is_public=True)
+    registry = ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+    assert registry.docker_config_json is None
+
+    def check(values: list[Any]) -> None:
+        assert values[1] == ENDPOINT
+        assert [r.type for r in pulumi_mocks.recorded] == ["gpu-ci:infra:ContainerRegistry"]
+        assert pulumi_mocks.mocks.invokes == [
+            ("scaleway:registry/getNamespace:getNamespace", {"name": "gpu-ci", "region": "fr-par"})
+        ]
+
+    return pulumi.Output.all(registry.urn, registry.endpoint).apply(check)

@@ -1,0 +1,194 @@
+"""GitlabRunner under mocks: the registration, the token Secret and the Helm release the engine would receive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+
+from infra.cloud.runner import GitlabRunner, GitlabRunnerArgs
+from infra.offline.mocks import (
+    MOCK_GROUP_ID,
+    MOCK_PROJECT_ID,
+    MOCK_RUNNER_TOKEN_PREFIX,
+    RecordedResource,
+    RecordingMonitor,
+    is_secret,
+)
+from infra.render.runner import runner_helm_values
+from infra.spec.platform import load_spec
+from infra.spec.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
+
+DOCKER_CONFIG = '{"auths": {"rg.fr-par.scw.cloud": {"username": "nologin", "password": "pull-key"}}}'
+
+
+def _by_name(monitor: RecordingMonitor) -> dict[str, RecordedResource]:
+    return {r.name: r for r in monitor.recorded}
+
+
+def _runner(platform: dict[str, Any], **extra: Any) -> GitlabRunner:
+    provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
+    extra.setdefault("registry_docker_config", pulumi.Output.secret(DOCKER_CONFIG))
+    return GitlabRunner("runner", GitlabRunnerArgs(spec=load_spec(platform), provider=provider, **extra))
+
+
+def _settled(runner: GitlabRunner) -> pulumi.Output[Any]:
+    return pulumi.Output.all(runner.runner_id, runner.namespace, runner.release_status)
+
+
+@pulumi.runtime.test
+def test_registration_is_a_tagged_project_runner(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    runner = _runner(dev_platform)
+
+    def check(values: list[Any]) -> None:
+        registration = _by_name(pulumi_mocks)["runner-registration"]
+        assert registration.type == "gitlab:index/userRunner:UserRunner"
+        assert registration.plain_inputs == {
+            "runnerType": "project_type",
+            "projectId": MOCK_PROJECT_ID,
+            "description": "gpu-ci: Kapsule GPU runner (managed by Pulumi)",
+            "tagLists": ["kapsule", "gpu"],
+            "untagged": False,
+            "locked": True,
+            "accessLevel": "not_protected",
+            "maximumTimeout": 3 * 3600,
+        }
+        assert "token" in registration.options["additional_secret_outputs"]
+        assert values[0] == registration.id
+        assert pulumi_mocks.mocks.invokes == [
+            ("gitlab:index/getProject:getProject", {"pathWithNamespace": "ml-team/training"})
+        ]
+
+    return _settled(runner).apply(check)
+
+
+@pulumi.runtime.test
+def test_group_scope_registers_on_the_group(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    dev_platform["gitlab"]["runner_scope"] = "group"
+    runner = _runner(dev_platform)
+
+    def check(_: Any) -> None:
+        inputs = _by_name(pulumi_mocks)["runner-registration"].plain_inputs
+        assert (inputs["runnerType"], inputs["groupId"]) == ("group_type", MOCK_GROUP_ID)
+        assert "projectId" not in inputs and "locked" not in inputs
+
+    return _settled(runner).apply(check)
+
+
+@pulumi.runtime.test
+def test_token_reaches_only_the_secret_and_as_a_secret(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    runner = _runner(dev_platform)
+
+    def check(_: Any) -> None:
+        res = _by_name(pulumi_mocks)
+        secret = res["runner-token"]
+        assert secret.type == "kubernetes:core/v1:Secret"
+        assert secret.plain_inputs["metadata"]["name"] == "gitlab-runner-token"
+        assert secret.plain_inputs["metadata"]["namespace"] == "gitlab-runner"
+        data = secret.inputs["stringData"]
+        assert is_secret(data) or is_secret(data["runner-token"])
+        token = secret.plain_inputs["stringData"]["runner-token"]
+        assert token.startswith(MOCK_RUNNER_TOKEN_PREFIX)
+        assert secret.plain_inputs["stringData"]["runner-registration-token"] == ""
+        for other in pulumi_mocks.recorded:
+            if other.name != "runner-token":
+                assert token not in repr(other.plain_inputs), f"token leaked into {other.name}"
+
+    return _settled(runner).apply(check)
+
+
+@pulumi.runtime.test
+def test_release_is_the_pinned_chart_with_the_rendered_values(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    runner = _runner(dev_platform)
+    spec = load_spec(dev_platform)
+
+    def check(values: list[Any]) -> None:
+        res = _by_name(pulumi_mocks)
+        release = res["runner-release"]
+        inputs = release.plain_inputs
+        assert release.type == "kubernetes:helm.sh/v3:Release"
+        assert (inputs["name"], inputs["chart"], inputs["version"]) == ("gitlab-runner", "gitlab-runner", "0.86.0")
+        assert inputs["repositoryOpts"] == {"repo": "https://charts.gitlab.io"}
+        assert inputs["namespace"] == "gitlab-runner"
+        assert (inputs["atomic"], inputs["timeout"]) == (True, 600)
+        expected = runner_helm_values(spec)
+        expected["podAnnotations"] = {"gpu-ci/runner-id": res["runner-registration"].id}  # new runner: new pod
+        assert inputs["values"] == expected
+        assert not is_secret(release.inputs["values"]), "values hold no secret, so reviewers can read them"
+        assert release.options["provider"].startswith(res["k8s"].urn)
+        for dependency in ("runner-namespace", "runner-token", "runner-registry-pull"):
+            assert res[dependency].urn in release.options["dependencies"]
+        assert values[2] == "deployed"
+        assert res["runner-namespace"].plain_inputs["metadata"]["name"] == "gitlab-runner"
+
+    return _settled(runner).apply(check)
+
+
+@pulumi.runtime.test
+def test_pull_secret_carries_the_registry_credential(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    runner = _runner(dev_platform)
+
+    def check(_: Any) -> None:
+        pull = _by_name(pulumi_mocks)["runner-registry-pull"]
+        assert pull.plain_inputs["type"] == "kubernetes.io/dockerconfigjson"
+        assert pull.plain_inputs["metadata"]["name"] == "registry-pull"
+        assert pull.plain_inputs["stringData"] == {".dockerconfigjson": DOCKER_CONFIG}
+        data = pull.inputs["stringData"]
+        assert is_secret(data) or is_secret(data[".dockerconfigjson"])
+
+    return _settled(runner).apply(check)
+
+
+def test_pull_secret_and_registry_privacy_must_agree(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> None:
+    """The runner config names the pull Secret exactly when the registry is private: no half-configured pulls."""
+    with pytest.raises(ValueError, match="exactly when the registry is private"):
+        _runner(dev_platform, registry_docker_config=None)
+    dev_platform["registry"]["is_public"] = True
+    with pytest.raises(ValueError, match="exactly when the registry is private"):
+        _runner(dev_platform)
+
+
+@pulumi.runtime.test
+def test_cache_bucket_expires_objects_and_keys_stay_secret(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    dev_platform["runner"]["cache"] = {"bucket": "gpu-ci-runner-cache", "expire_days": 14}
+    secrets = {
+        CACHE_ACCESS_KEY_CONFIG: pulumi.Output.secret("SCWCACHEACCESSKEY0000"),
+        CACHE_SECRET_KEY_CONFIG: pulumi.Output.secret("cache-secret-key"),
+    }
+    runner = _runner(dev_platform, secrets=secrets)
+
+    def check(_: Any) -> None:
+        res = _by_name(pulumi_mocks)
+        bucket = res["runner-cache-bucket"].plain_inputs
+        assert (bucket["name"], bucket["region"]) == ("gpu-ci-runner-cache", "fr-par")
+        assert bucket["lifecycleRules"] == [{"id": "expire-cache", "enabled": True, "expiration": {"days": 14}}]
+        cache = res["runner-cache"]
+        assert cache.plain_inputs["metadata"]["name"] == "runner-cache-s3"
+        assert cache.plain_inputs["stringData"] == {
+            "accesskey": "SCWCACHEACCESSKEY0000",
+            "secretkey": "cache-secret-key",
+        }
+        data = cache.inputs["stringData"]
+        assert is_secret(data) or all(is_secret(v) for v in data.values())
+        values = res["runner-release"].plain_inputs["values"]
+        assert values["runners"]["cache"] == {"secretName": "runner-cache-s3"}
+        assert "cache-secret-key" not in repr(values)
+        assert cache.urn in res["runner-release"].options["dependencies"]
+
+    return _settled(runner).apply(check)
