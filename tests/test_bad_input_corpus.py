@@ -1,0 +1,47 @@
+"""Every invalid config of the corpus stops the whole program with its one line, before any resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+from bad_inputs import ALL_CASES, Bad
+
+from infra.offline.harness import run_program
+from infra.offline.stack_config import StackConfig
+
+
+def test_the_corpus_covers_the_kinds_of_bad_input_named_by_the_hardening_issue() -> None:
+    ids = {case.id for case in ALL_CASES}
+    assert len(ALL_CASES) >= 25
+    assert {
+        "typo-node-type",
+        "unknown-pool",
+        "min-above-max",
+        "negative-size",
+        "malformed-cpu",
+        "request-bigger-than-node",
+        "limit-below-request",
+        "sharing-with-zero-replicas",
+        "sharing-with-one-replica",
+        "duplicate-template",
+        "profile-without-pool",
+        "default-pool-unknown",
+        "empty-project",
+        "empty-group",
+        "pool-name-breaks-regex",
+        "chart-version-not-a-version",
+    } <= ids
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[case.id for case in ALL_CASES])
+def test_bad_config_stops_the_program_before_any_resource(
+    dev_stack: StackConfig, dev_platform: dict[str, Any], case: Bad
+) -> None:
+    case.edit(dev_platform)
+    run = run_program(dev_stack.with_values({"platform": dev_platform}), check=False)
+    assert isinstance(run.error, pulumi.RunError), run.error
+    assert str(run.error) == case.line
+    assert run.resources == []
+    assert run.outputs == {}
