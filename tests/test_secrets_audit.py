@@ -15,8 +15,8 @@ import pulumi
 import pytest
 
 from infra.offline.harness import ProgramRun, run_program
-from infra.offline.mocks import MOCK_RUNNER_TOKEN_PREFIX, mask_secrets
-from infra.offline.plan import plan_document
+from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, MOCK_RUNNER_TOKEN_PREFIX, is_secret, mask_secrets
+from infra.offline.plan import plan_document, render_plan
 from infra.offline.stack_config import StackConfig
 from infra.render.artifacts import render_artifacts
 from infra.spec.platform import load_spec
@@ -29,13 +29,20 @@ SECRETS = {
     "runner_cache_secret_key": CACHE_SECRET_KEY,
     "wandb_api_key": WANDB_KEY,
 }
+PROVIDER_SECRETS = {
+    "scaleway:access_key": "SCWAUDITPROVIDERKEY00",
+    "scaleway:secret_key": "audit-scaleway-secret-key-value",
+    "gitlab:token": "glpat-audit-gitlab-provider-token",
+}
+"""Provider credentials: read by the provider plugins from the stack config, never by the program."""
 
 
 def _stack(dev_stack: StackConfig, dev_platform: dict[str, Any], *, as_secrets: bool = True) -> StackConfig:
     dev_platform["runner"]["cache"] = {"bucket": "gpu-ci-runner-cache"}
     dev_platform["ci"]["variables"] = {"WANDB_API_KEY": {"secret": "wandb_api_key"}}
     return dev_stack.with_values(
-        {"platform": dev_platform, **SECRETS}, secret_keys=tuple(SECRETS) if as_secrets else ()
+        {"platform": dev_platform, **SECRETS, **PROVIDER_SECRETS},
+        secret_keys=(*SECRETS, *PROVIDER_SECRETS) if as_secrets else (),
     )
 
 
@@ -48,9 +55,12 @@ def audited(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> tuple[Stack
 def _secret_values(run: ProgramRun) -> dict[str, str]:
     """Each secret value, by the resource (name) it may appear in."""
     token = run.one("gitlab:index/userRunner:UserRunner", "runner-registration").outputs["token"]
+    kubeconfig = run.one("scaleway:kubernetes/cluster:Cluster", "kapsule-cluster").outputs["kubeconfigs"][0]
+    assert kubeconfig["configFile"].startswith(MOCK_KUBECONFIG_PREFIX)
     pull_key = run.one("scaleway:iam/apiKey:ApiKey", "registry-pull-key").outputs["secretKey"]
     assert token.startswith(MOCK_RUNNER_TOKEN_PREFIX)
     return {
+        kubeconfig["configFile"]: "kapsule-k8s",
         token: "runner-token",
         pull_key: "runner-registry-pull",
         CACHE_ACCESS_KEY: "runner-cache",
@@ -66,12 +76,17 @@ def test_secrets_appear_only_in_their_resource_and_only_as_secrets(audited: tupl
         shown = json.dumps(mask_secrets(resource.inputs), default=str)
         plain = json.dumps(resource.plain_inputs, default=str)
         for value, owner in secrets.items():
-            assert value not in shown, f"{owner}'s secret is in {resource.name}'s inputs in clear"
+            assert _in_json(value, shown) is False, f"{owner}'s secret is in {resource.name}'s inputs in clear"
             if resource.name != owner:
-                assert value not in plain, f"{owner}'s secret reached {resource.name}"
+                assert _in_json(value, plain) is False, f"{owner}'s secret reached {resource.name}"
     for owner in set(secrets.values()):
         resource = next(r for r in run.resources if r.name == owner)
-        assert any(v in json.dumps(resource.plain_inputs) for v, o in secrets.items() if o == owner), owner
+        assert any(_in_json(v, json.dumps(resource.plain_inputs)) for v, o in secrets.items() if o == owner), owner
+
+
+def _in_json(value: str, text: str) -> bool:
+    """Whether `value` occurs in JSON `text` (multi-line values are escaped there)."""
+    return json.dumps(value)[1:-1] in text
 
 
 def test_provider_outputs_holding_secrets_are_marked_secret(audited: tuple[StackConfig, ProgramRun]) -> None:
@@ -91,10 +106,54 @@ def test_no_secret_in_outputs_logs_artifacts_or_plan(audited: tuple[StackConfig,
         *(message for _, message in run.logs),
         *render_artifacts(spec).values(),
         json.dumps(plan_document(stack, spec, run), default=str),
+        render_plan(stack, spec, run, None, render_artifacts(spec)),
     ]
     for text in public:
         for value, owner in secrets.items():
-            assert value not in text, f"{owner}'s secret leaked"
+            assert value not in text and not _in_json(value, text), f"{owner}'s secret leaked"
+        assert MOCK_KUBECONFIG_PREFIX.splitlines()[-1] not in text, "the kubeconfig leaked"
+        for key, value in PROVIDER_SECRETS.items():
+            assert value not in text, f"provider credential {key} leaked"
+
+
+def test_provider_credentials_reach_no_resource(audited: tuple[StackConfig, ProgramRun]) -> None:
+    _, run = audited
+    everything = json.dumps([r.plain_inputs for r in run.resources] + [o.value for o in run.outputs.values()])
+    for key, value in PROVIDER_SECRETS.items():
+        assert value not in everything, f"{key} reached a resource or an output"
+
+
+def test_kubeconfig_is_exported_only_as_a_secret(audited: tuple[StackConfig, ProgramRun]) -> None:
+    _, run = audited
+    assert run.outputs["kubeconfig"].secret is True
+    provider = run.one("pulumi:providers:kubernetes", "kapsule-k8s")
+    assert is_secret(provider.inputs["kubeconfig"])
+    for name, output in run.outputs.items():
+        if name != "kubeconfig":
+            assert not _in_json(MOCK_KUBECONFIG_PREFIX, json.dumps(output.value, default=str)), name
+
+
+def test_every_ci_variable_holding_a_secret_is_masked_and_protected(audited: tuple[StackConfig, ProgramRun]) -> None:
+    _, run = audited
+    variables = [
+        r
+        for r in run.resources
+        if r.type in ("gitlab:index/projectVariable:ProjectVariable", "gitlab:index/groupVariable:GroupVariable")
+    ]
+    secret_ones = [r for r in variables if is_secret(r.inputs["value"])]
+    assert [r.plain_inputs["key"] for r in secret_ones] == ["WANDB_API_KEY"]
+    for variable in secret_ones:
+        assert variable.plain_inputs["masked"] is True and variable.plain_inputs["protected"] is True
+    for variable in variables:
+        if not variable.plain_inputs.get("masked"):
+            assert not is_secret(variable.inputs["value"]), variable.name
+
+
+def test_no_config_map_or_helm_value_holds_a_secret(audited: tuple[StackConfig, ProgramRun]) -> None:
+    _, run = audited
+    for resource in run.resources:
+        if resource.type in ("kubernetes:core/v1:ConfigMap", "kubernetes:helm.sh/v3:Release"):
+            assert "[secret]" not in json.dumps(mask_secrets(resource.inputs)), resource.name
     assert {"runner_id", "registry", "ci_templates"} <= set(run.outputs)
 
 
