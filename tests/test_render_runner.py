@@ -59,6 +59,8 @@ def test_config_toml_is_the_design_key_by_key(dev_platform: dict[str, Any]) -> N
     assert k8s.pop("memory_limit_overwrite_max_allowed") == "40Gi"
     assert k8s.pop("node_tolerations") == {"nvidia.com/gpu=present": "NoSchedule"}
     assert k8s.pop("pod_annotations") == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+    assert (k8s.pop("privileged"), k8s.pop("allow_privilege_escalation")) == (False, False)
+    assert k8s.pop("automount_service_account_token") is False
     assert k8s.pop("pod_termination_grace_period_seconds") == 30
     assert k8s.pop("cleanup_grace_period_seconds") == 30
     assert k8s.pop("cleanup_resources_timeout") == "5m"
@@ -175,7 +177,19 @@ def test_helm_values_are_the_design(dev_platform: dict[str, Any]) -> None:
     values = runner_helm_values(spec)
     assert values["gitlabUrl"] == "https://gitlab.com"
     assert values["concurrent"] == 6
-    assert values["rbac"] == {"create": True, "clusterWideAccess": False}  # a Role in its namespace only
+    rbac = values["rbac"]
+    assert (rbac["create"], rbac["clusterWideAccess"]) == (True, False)  # a Role in its namespace only
+    granted = {
+        (group, resource, verb)
+        for rule in rbac["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert all("*" not in grant for grant in granted)  # the chart's default is every verb on everything
+    assert {group for group, _, _ in granted} == {""}  # the core API group only
+    assert ("", "pods", "create") in granted and ("", "pods/attach", "create") in granted
+    assert not {(g, r, v) for g, r, v in granted if r in ("nodes", "namespaces", "roles", "rolebindings")}
     assert values["serviceAccount"] == {"create": True}
     assert values["nodeSelector"] == {"k8s.scaleway.com/pool-name": "system"}  # the manager stays on the CPU node
     assert values["terminationGracePeriodSeconds"] == 3 * 3600 + 300  # drain the longest job, then some

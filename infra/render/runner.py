@@ -49,6 +49,20 @@ FEATURE_FLAGS = {
 """pod_spec patches need the first; the second bounds an orphaned pod's life; the third shows scale-up
 events in the job log while a job waits for a GPU node."""
 
+RBAC_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods/attach"], "verbs": ["create", "delete", "get", "patch"]},
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "delete", "get", "patch"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete", "get", "update"]},
+    {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "get"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
+]
+"""The manager's Role in its namespace: the Kubernetes executor's documented minimum ("Configure runner API
+permissions"; pods list/watch for informers, events for FF_PRINT_POD_EVENTS), instead of the chart's
+default of every verb on every core resource."""
+
 GPU_PATCH_NAME = "gpu"
 JOB_POD_TERMINATION_GRACE_SECONDS = 30
 CLEANUP_GRACE_SECONDS = 30
@@ -85,6 +99,10 @@ def runner_config(spec: PlatformSpec) -> dict[str, Any]:
         "node_selector_overwrite_allowed": limits.node_selector_regex,
         "node_tolerations": {f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}": GPU_TAINT_EFFECT},
         "pod_annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+        # Least privilege for job pods: never privileged, no setuid escalation, no API token mounted.
+        "privileged": False,
+        "allow_privilege_escalation": False,
+        "automount_service_account_token": False,
         "pod_termination_grace_period_seconds": JOB_POD_TERMINATION_GRACE_SECONDS,
         "cleanup_grace_period_seconds": CLEANUP_GRACE_SECONDS,
         "cleanup_resources_timeout": CLEANUP_RESOURCES_TIMEOUT,
@@ -130,7 +148,7 @@ def runner_helm_values(spec: PlatformSpec) -> dict[str, Any]:
     return {
         "gitlabUrl": spec.gitlab.url,
         "concurrent": runner_concurrent(spec),
-        "rbac": {"create": True, "clusterWideAccess": False},
+        "rbac": {"create": True, "clusterWideAccess": False, "rules": RBAC_RULES},
         "serviceAccount": {"create": True},
         "nodeSelector": {POOL_NAME_LABEL: manager_pool(spec)},
         "terminationGracePeriodSeconds": spec.runner.job_timeout_seconds + DRAIN_MARGIN_SECONDS,
