@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infra.capacity import profile_fit
+from infra.cost import cost_report
 from infra.offline.stack_config import StackConfig
 from infra.quantity import Cpu, Memory, QuantityError
 from infra.spec.errors import SpecError
@@ -86,3 +87,25 @@ def test_spec_is_valid_exactly_when_a_full_node_fits(
     assert fit.jobs_per_node == replicas  # GPU replicas bind when everything fits
     assert fit.jobs_per_node * cpu_m <= allocatable_m
     assert fit.jobs_per_node * mem_mi <= allocatable_mi
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rl_jobs=st.integers(min_value=1, max_value=60),
+    extra=st.integers(min_value=1, max_value=30),
+    minutes=st.integers(min_value=1, max_value=240),
+)
+def test_more_jobs_never_cost_less_or_drain_sooner(
+    dev_stack: StackConfig, rl_jobs: int, extra: int, minutes: int
+) -> None:
+    """The cost model is monotonic: adding jobs to a day never lowers its cost or its drain time."""
+    platform = copy.deepcopy(dev_stack.get("platform"))
+    load = platform["workload"]["profiles"]["rl"]
+    load.update(jobs_per_day=rl_jobs, minutes_per_job=minutes)
+    fewer = cost_report(load_spec(platform))
+    load["jobs_per_day"] = rl_jobs + extra
+    more = cost_report(load_spec(platform))
+    assert fewer is not None and more is not None
+    assert more.eur_per_day >= fewer.eur_per_day
+    assert more.drain_minutes >= fewer.drain_minutes
+    assert more.baseline.eur_per_day >= fewer.baseline.eur_per_day
