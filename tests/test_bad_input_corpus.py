@@ -1,4 +1,5 @@
-"""Every invalid config of the corpus stops the whole program with its one line, before any resource."""
+"""Every invalid config of the corpus (tests/bad_inputs.py) fails with its one line: in `load_spec`, and in the
+whole program before any resource is registered."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from bad_inputs import ALL_CASES, Bad
 
 from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig
+from infra.spec.errors import SpecError
+from infra.spec.platform import load_spec
 
 
 def test_the_corpus_covers_the_kinds_of_bad_input_named_by_the_hardening_issue() -> None:
@@ -33,6 +36,15 @@ def test_the_corpus_covers_the_kinds_of_bad_input_named_by_the_hardening_issue()
         "pool-name-breaks-regex",
         "chart-version-not-a-version",
     } <= ids
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=[case.id for case in ALL_CASES])
+def test_bad_config_is_one_line_naming_key_and_value(dev_platform: dict[str, Any], case: Bad) -> None:
+    case.edit(dev_platform)
+    with pytest.raises(SpecError) as caught:
+        load_spec(dev_platform)
+    assert str(caught.value) == case.line
+    assert len(caught.value.problems) == 1
 
 
 @pytest.mark.parametrize("case", ALL_CASES, ids=[case.id for case in ALL_CASES])

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from bad_inputs import RUNNER_CI_CASES, Bad
 
 from infra.spec.errors import SpecError
 from infra.spec.platform import load_spec
@@ -70,15 +69,6 @@ def test_variables_shorthand_and_secret_defaults(dev_platform: dict[str, Any]) -
     assert (wandb.is_secret, wandb.effective_masked, wandb.effective_protected) == (True, True, True)
     assert secret_config_keys(spec) == ["runner_cache_access_key", "runner_cache_secret_key", "wandb_api_key"]
     assert spec.runner.cache is not None and spec.runner.cache.expire_days == 30
-
-
-@pytest.mark.parametrize("case", RUNNER_CI_CASES, ids=[case.id for case in RUNNER_CI_CASES])
-def test_bad_input_fails_with_one_line_naming_key_and_value(dev_platform: dict[str, Any], case: Bad) -> None:
-    case.edit(dev_platform)
-    with pytest.raises(SpecError) as caught:
-        load_spec(dev_platform)
-    assert str(caught.value) == case.line
-    assert len(caught.value.problems) == 1
 
 
 def test_a_profile_error_is_not_reported_again_as_a_runner_error(dev_platform: dict[str, Any]) -> None:

@@ -303,55 +303,57 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            registration = self.resources.get(response.urn)
-            self.recorded.append(
-                RecordedResource(
-                    type=request.type,
-                    name=request.name,
-                    urn=response.urn,
-                    parent=request.parent,
-                    custom=request.custom,
-                    inputs=rpc.deserialize_properties(request.object),
-                    options={
-                        "protect": request.protect,
-                        "ignore_changes": list(request.ignoreChanges),
-                        "delete_before_replace": request.deleteBeforeReplace,
-                        "dependencies": sorted(request.dependencies),
-                        "provider": request.provider,
-                        "import_id": request.importId,
-                        "additional_secret_outputs": list(request.additionalSecretOutputs),
-                        "read": False,
-                    },
-                    id=registration.id if registration else None,
-                    outputs=registration.state if registration else {},
-                )
+            self._record(
+                request,
+                response.urn,
+                custom=request.custom,
+                inputs=rpc.deserialize_properties(request.object),
+                options={
+                    "protect": request.protect,
+                    "ignore_changes": list(request.ignoreChanges),
+                    "delete_before_replace": request.deleteBeforeReplace,
+                    "import_id": request.importId,
+                    "read": False,
+                },
             )
         return response
 
     def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        """`Resource.get(...)`: the engine reads an existing resource by id (adopted clusters, registries)."""
         response = super().ReadResource(request)
-        registration = self.resources.get(response.urn)
+        self._record(
+            request,
+            response.urn,
+            custom=True,
+            inputs=rpc.deserialize_properties(request.properties),
+            options={
+                "protect": False,
+                "ignore_changes": [],
+                "delete_before_replace": False,
+                "import_id": "",
+                "read": True,
+                "id": request.id,
+            },
+        )
+        return response
+
+    def _record(self, request: Any, urn: str, *, custom: bool, inputs: dict[str, Any], options: dict[str, Any]) -> None:
+        registration = self.resources.get(urn)
         self.recorded.append(
             RecordedResource(
                 type=request.type,
                 name=request.name,
-                urn=response.urn,
+                urn=urn,
                 parent=request.parent,
-                custom=True,
-                inputs=rpc.deserialize_properties(request.properties),
+                custom=custom,
+                inputs=inputs,
                 options={
-                    "read": True,
-                    "id": request.id,
-                    "provider": request.provider,
-                    "protect": False,
-                    "ignore_changes": [],
-                    "delete_before_replace": False,
+                    **options,
                     "dependencies": sorted(request.dependencies),
-                    "import_id": "",
+                    "provider": request.provider,
                     "additional_secret_outputs": list(request.additionalSecretOutputs),
                 },
-                id=request.id,
+                id=options.get("id") or (registration.id if registration else None),
                 outputs=registration.state if registration else {},
             )
         )
-        return response
