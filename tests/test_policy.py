@@ -1,0 +1,803 @@
+"""The policy pack (policy/): each rule called directly, then every rule over the real program's resources.
+
+The pack cannot run here (`pulumi preview --policy-pack` needs the CLI), and `policy/__main__.py` is never
+imported: building the PolicyPack starts a gRPC server and blocks. Props reach the rules the way
+pulumi-policy 1.21's analyzer hands them over (`engine_props`): through a protobuf Struct (numbers become
+floats), deserialised with secrets unwrapped, inside the unknown-checking proxy.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+import yaml
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import rpc
+from pulumi_policy import (
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.policy import _NotApplicableError
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+
+from infra.catalog import BUILTIN_NODE_TYPES
+from infra.offline.harness import ProgramRun, run_program
+from infra.offline.mocks import RecordedResource
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig
+from infra.render.device_plugin import DEVICE_PLUGIN_CONFIG_LABEL
+from infra.spec.gpu_operator import GpuOperatorSpec
+from infra.spec.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
+from policy import policies as pol
+
+POLICY_DIR = PROJECT_ROOT / "policy"
+POOL = "scaleway:kubernetes/pool:Pool"
+CLUSTER = "scaleway:kubernetes/cluster:Cluster"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+PROJECT_VARIABLE = "gitlab:index/projectVariable:ProjectVariable"
+BUCKET = "scaleway:object/bucket:Bucket"
+BUCKET_ACL = "scaleway:object/bucketAcl:BucketAcl"
+BUCKET_POLICY = "scaleway:object/bucketPolicy:BucketPolicy"
+NAMESPACE = "scaleway:registry/namespace:Namespace"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+CLUSTER_POLICY_PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"
+
+Validate = Callable[[Any, Any], None]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# How the analyzer presents a resource to a policy
+
+
+def engine_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`inputs` as `Analyze` hands them to a policy: protobuf Struct -> dict, secrets unwrapped, proxied."""
+    struct = struct_pb2.Struct()
+    struct.update(dict(inputs))
+    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
+
+
+def options(*, protect: bool = False, ignore_changes: list[str] | None = None) -> PolicyResourceOptions:
+    return PolicyResourceOptions(
+        protect=protect,
+        ignore_changes=list(ignore_changes or []),
+        delete_before_replace=None,
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=[],
+    )
+
+
+def resource_args(
+    type_token: str,
+    props: Mapping[str, Any],
+    *,
+    name: str = "r",
+    opts: PolicyResourceOptions | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> ResourceValidationArgs:
+    urn = f"urn:pulumi:dev::gpu-ci::{type_token}::{name}"
+    return ResourceValidationArgs(type_token, engine_props(props), urn, name, opts or options(), None, config)
+
+
+def violations(validate: Validate, args: ResourceValidationArgs | StackValidationArgs) -> list[str]:
+    found: list[str] = []
+    validate(args, lambda message, urn=None: found.append(message))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GPU pools
+
+
+def gpu_pool(**changes: Any) -> dict[str, Any]:
+    props = {
+        "name": "ci-training",
+        "nodeType": "L40S-1-48G",
+        "size": 0,
+        "minSize": 0,
+        "maxSize": 1,
+        "autoscaling": True,
+        "labels": {DEVICE_PLUGIN_CONFIG_LABEL: "ci-training"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+    }
+    props.update(changes)
+    return props
+
+
+AUTOSCALED = options(ignore_changes=["size"])
+
+
+def test_a_gpu_pool_at_zero_with_size_ignored_passes() -> None:
+    assert violations(pol.gpu_pool_scales_to_zero, resource_args(POOL, gpu_pool(), opts=AUTOSCALED)) == []
+
+
+def test_a_gpu_pool_that_does_not_scale_to_zero_is_named_with_its_value() -> None:
+    args = resource_args(POOL, gpu_pool(minSize=1), opts=AUTOSCALED)
+    assert violations(pol.gpu_pool_scales_to_zero, args) == [
+        "GPU pool 'ci-training' (L40S-1-48G): minSize=1: a GPU pool must scale to zero (minSize 0) so that it "
+        "costs nothing while no job runs (gpu-ci: platform.pools.ci-training.min_size: 0), or list the pool in "
+        "this policy's always_on_pools"
+    ]
+
+
+def test_a_fixed_gpu_pool_whose_size_pulumi_owns_fails_three_ways() -> None:
+    args = resource_args(POOL, gpu_pool(autoscaling=False, minSize=1, size=1))
+    found = violations(pol.gpu_pool_scales_to_zero, args)
+    assert [m.split(": ")[1] for m in found] == ["autoscaling=False", "minSize=1", "ignoreChanges=[]"]
+
+
+def test_always_on_pools_exempts_a_named_pool_from_min_size_only() -> None:
+    config = {"always_on_pools": ["ci-training"]}
+    args = resource_args(POOL, gpu_pool(minSize=1), opts=AUTOSCALED, config=config)
+    assert violations(pol.gpu_pool_scales_to_zero, args) == []
+    other = resource_args(POOL, gpu_pool(name="ci-compile", minSize=1), opts=AUTOSCALED, config=config)
+    assert len(violations(pol.gpu_pool_scales_to_zero, other)) == 1
+
+
+@pytest.mark.parametrize(
+    ("props", "gpu"),
+    [
+        ({"nodeType": "PRO2-XXS"}, False),
+        ({"nodeType": "L4-1-24G"}, True),
+        ({"nodeType": "l40s_1_48g"}, True),  # the API's spelling
+        ({"nodeType": "H100-SXM-2-80G"}, True),
+        ({"nodeType": "POP2-2C-8G", "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}, True),
+    ],
+)
+def test_what_counts_as_a_gpu_pool(props: dict[str, Any], gpu: bool) -> None:
+    assert pol.is_gpu_pool(engine_props(props)) is gpu
+
+
+def test_a_cpu_pool_may_be_always_on() -> None:
+    props = {"name": "system", "nodeType": "PRO2-XXS", "minSize": 1, "maxSize": 1, "autoscaling": False}
+    for validate in (pol.gpu_pool_scales_to_zero, pol.gpu_pool_taint_and_config_label):
+        assert violations(validate, resource_args(POOL, props)) == []
+
+
+def test_the_gpu_node_type_pattern_is_configurable() -> None:
+    props = gpu_pool(nodeType="ACME-GPU-1", minSize=1, taints=[])
+    assert violations(pol.gpu_pool_scales_to_zero, resource_args(POOL, props, opts=AUTOSCALED)) == []
+    config = {"gpu_node_type_pattern": "^ACME-GPU"}
+    args = resource_args(POOL, props, opts=AUTOSCALED, config=config)
+    assert len(violations(pol.gpu_pool_scales_to_zero, args)) == 1
+
+
+def test_a_gpu_pool_with_taint_and_label_passes() -> None:
+    assert violations(pol.gpu_pool_taint_and_config_label, resource_args(POOL, gpu_pool())) == []
+
+
+def test_a_gpu_pool_without_the_taint_or_the_label_fails() -> None:
+    args = resource_args(POOL, gpu_pool(taints=[], labels={}))
+    assert violations(pol.gpu_pool_taint_and_config_label, args) == [
+        "GPU pool 'ci-training' (L40S-1-48G): nvidia.com/gpu taint=none: a GPU pool must be tainted "
+        "nvidia.com/gpu:NoSchedule so that only CI jobs (which tolerate it) and the GPU operator run there",
+        "GPU pool 'ci-training' (L40S-1-48G): label nvidia.com/device-plugin.config=unset: a GPU pool must name "
+        "its device-plugin config, or its nodes get the default (one job per GPU)",
+    ]
+
+
+def test_a_prefer_no_schedule_taint_does_not_keep_pods_off() -> None:
+    soft = [{"key": "nvidia.com/gpu", "value": "present", "effect": "PreferNoSchedule"}]
+    found = violations(pol.gpu_pool_taint_and_config_label, resource_args(POOL, gpu_pool(taints=soft)))
+    assert found[0].startswith("GPU pool 'ci-training' (L40S-1-48G): nvidia.com/gpu taint=['nvidia.com/gpu=present:")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The cluster
+
+
+def test_a_protected_cluster_passes_and_an_unprotected_one_fails() -> None:
+    props = {"name": "gpu-ci", "type": "kapsule"}
+    assert violations(pol.kapsule_cluster_protected, resource_args(CLUSTER, props, opts=options(protect=True))) == []
+    assert violations(pol.kapsule_cluster_protected, resource_args(CLUSTER, props)) == [
+        "Kapsule cluster 'gpu-ci': protect=False: the cluster must be protected so that no `pulumi up` or "
+        "`destroy` deletes it (gpu-ci: platform.cluster.protect: true)"
+    ]
+
+
+def test_an_adopted_cluster_read_with_get_is_not_applicable() -> None:
+    with pytest.raises(_NotApplicableError):
+        violations(pol.kapsule_cluster_protected, resource_args(CLUSTER, {}))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The runner
+
+
+def runner_release(kubernetes: dict[str, Any] | None = None, **values: Any) -> dict[str, Any]:
+    """A gitlab-runner release whose config.toml has one kubernetes runner with `kubernetes` settings."""
+    entry = {"executor": "kubernetes", "kubernetes": {"namespace": "gitlab-runner", **(kubernetes or {})}}
+    chart_values = {"runners": {"config": tomli_w.dumps({"runners": [entry]})}, **values}
+    return {"name": "gitlab-runner", "chart": "gitlab-runner", "atomic": True, "timeout": 600, "values": chart_values}
+
+
+def test_a_poll_timeout_covering_a_cold_start_passes() -> None:
+    args = resource_args(RELEASE, runner_release({"poll_timeout": 900}))
+    assert violations(pol.runner_poll_timeout_covers_cold_start, args) == []
+
+
+def test_a_short_poll_timeout_fails_with_its_value() -> None:
+    args = resource_args(RELEASE, runner_release({"poll_timeout": 300}))
+    assert violations(pol.runner_poll_timeout_covers_cold_start, args) == [
+        "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': kubernetes.poll_timeout=300: "
+        "below 900 s, the time a GPU node takes from zero to a running job pod; such jobs fail waiting (gpu-ci: "
+        "raise platform.pools.<pool>.cold_start_minutes, or lower this policy's min_poll_timeout_seconds)"
+    ]
+
+
+def test_no_poll_timeout_means_the_runners_180_seconds() -> None:
+    found = violations(pol.runner_poll_timeout_covers_cold_start, resource_args(RELEASE, runner_release()))
+    assert "kubernetes.poll_timeout=180: below 900 s" in found[0]
+
+
+def test_the_minimum_poll_timeout_is_configurable() -> None:
+    args = resource_args(RELEASE, runner_release({"poll_timeout": 300}), config={"min_poll_timeout_seconds": 300.0})
+    assert violations(pol.runner_poll_timeout_covers_cold_start, args) == []
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"runners": {"secret": "gitlab-runner-token"}}, "values.runners.config=unset: the chart's default config"),
+        ({"runners": {"config": "[[runners]\nexecutor="}}, "values.runners.config is not TOML the policy can read"),
+    ],
+    ids=["chart-default", "not-toml"],
+)
+def test_a_runner_config_the_policy_cannot_check_is_a_violation(values: dict[str, Any], expected: str) -> None:
+    props = {**runner_release(), "values": values}
+    (found,) = violations(pol.runner_poll_timeout_covers_cold_start, resource_args(RELEASE, props))
+    assert expected in found
+
+
+def test_other_charts_are_not_the_runner() -> None:
+    props = {**runner_release(), "chart": "ingress-nginx"}
+    for validate in (pol.runner_poll_timeout_covers_cold_start, pol.runner_job_pods_unprivileged):
+        assert violations(validate, resource_args(RELEASE, props)) == []
+    assert pol._runner_release(resource_args(RELEASE, {**props, "chart": "oci://registry.example/gitlab-runner"}))
+
+
+def test_unprivileged_job_pods_pass() -> None:
+    settings = {"privileged": False, "build_container_security_context": {"allow_privilege_escalation": False}}
+    assert violations(pol.runner_job_pods_unprivileged, resource_args(RELEASE, runner_release(settings))) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "shown"),
+    [
+        ({"privileged": True}, "kubernetes.privileged=True"),
+        ({"allow_privilege_escalation": True}, "kubernetes.allow_privilege_escalation=True"),
+        (
+            {"build_container_security_context": {"privileged": True}},
+            "kubernetes.build_container_security_context.privileged=True",
+        ),
+        ({"cap_add": ["NET_ADMIN", "sys_admin"]}, "kubernetes.cap_add=['NET_ADMIN', 'SYS_ADMIN']"),
+    ],
+    ids=["privileged", "escalation", "build-context", "sys-admin"],
+)
+def test_privileged_job_pods_fail(settings: dict[str, Any], shown: str) -> None:
+    found = violations(pol.runner_job_pods_unprivileged, resource_args(RELEASE, runner_release(settings)))
+    assert found == [
+        f"Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': {shown}: job pods must not "
+        "be privileged or escalate privileges (a job would be root on the GPU node)"
+    ]
+
+
+def test_runner_rbac_in_its_namespace_passes_and_cluster_wide_fails() -> None:
+    namespaced = resource_args(RELEASE, runner_release(rbac={"create": True, "clusterWideAccess": False}))
+    assert violations(pol.runner_rbac_namespaced, namespaced) == []
+    wide = resource_args(RELEASE, runner_release(rbac={"create": True, "clusterWideAccess": True}))
+    assert violations(pol.runner_rbac_namespaced, wide) == [
+        "Helm release 'gitlab-runner' (gitlab-runner): values.rbac.clusterWideAccess=True: the runner's Role must "
+        "be limited to its namespace (a ClusterRole lets it create pods and read secrets anywhere)"
+    ]
+
+
+def test_an_atomic_release_with_a_timeout_passes_and_others_fail() -> None:
+    assert violations(pol.helm_release_atomic, resource_args(RELEASE, runner_release())) == []
+    props = {"name": "ingress", "chart": "ingress-nginx", "timeout": 0}
+    assert violations(pol.helm_release_atomic, resource_args(RELEASE, props)) == [
+        "Helm release 'ingress' (chart 'ingress-nginx'): atomic=unset: set atomic: true so a failed upgrade rolls back",
+        "Helm release 'ingress' (chart 'ingress-nginx'): timeout=0: set a timeout (seconds) after which the "
+        "release rolls back",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CI/CD variables
+
+WANDB_KEY = "0123456789abcdef0123456789abcdef01234567"
+GITLAB_TOKEN = "glpat-Abcdefghij0123456789"
+
+
+def variable(key: str, value: Any, **flags: Any) -> dict[str, Any]:
+    return {"project": "ml-team/training", "key": key, "value": value, **flags}
+
+
+def test_secret_inputs_reach_a_policy_unwrapped() -> None:
+    """Why the rule judges by name and value: the analyzer drops the secret marking before a policy sees it."""
+    wrapped = {rpc._special_sig_key: rpc._special_secret_sig, "value": WANDB_KEY}
+    assert engine_props({"value": wrapped})["value"] == WANDB_KEY
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        variable("REGISTRY", "rg.fr-par.scw.cloud/gpu-ci"),
+        variable("HYPEROPT_EPOCHS", "8", masked=False),
+        variable("WANDB_API_KEY", WANDB_KEY, masked=True, protected=True),
+        variable("HF_TOKEN", "hf_x", hidden=True, protected=True),
+        variable("MAX_TOKENS", "4096"),
+    ],
+    ids=["plain", "plain-unmasked", "secret-masked", "secret-hidden", "not-a-token"],
+)
+def test_plain_or_masked_and_protected_variables_pass(props: dict[str, Any]) -> None:
+    assert violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, props)) == []
+
+
+def test_a_credential_named_variable_left_unmasked_fails_without_showing_its_value() -> None:
+    props = variable("WANDB_API_KEY", WANDB_KEY, masked=False, protected=True)
+    found = violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, props))
+    assert found == [
+        "CI variable 'WANDB_API_KEY' (ml-team/training): masked=False, protected=True: it looks like a credential "
+        "(its name) and must be masked and protected (gpu-ci: platform.ci.variables.WANDB_API_KEY.secret, which "
+        "defaults to both)"
+    ]
+    assert WANDB_KEY not in found[0]
+
+
+def test_a_credential_value_under_any_name_fails_without_showing_it() -> None:
+    props = variable("NOTES", f"use {GITLAB_TOKEN} to push", masked=True)
+    (found,) = violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, props))
+    assert "CI variable 'NOTES' (ml-team/training): masked=True, protected=unset" in found
+    assert "(its value)" in found
+    assert GITLAB_TOKEN not in found
+
+
+def test_an_unknown_value_is_judged_by_its_name_only() -> None:
+    plain = variable("REGISTRY", UNKNOWN_STRING_VALUE)
+    assert violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, plain)) == []
+    secret = variable("SCW_SECRET_KEY", UNKNOWN_STRING_VALUE)
+    assert len(violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, secret))) == 1
+
+
+def test_secret_keys_and_unprotected_exemptions_are_configurable() -> None:
+    props = variable("MODEL_SEED", "42", masked=True)
+    config = {"extra_secret_keys": ["MODEL_SEED"]}
+    (found,) = violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, props, config=config))
+    assert "(the policy's extra_secret_keys)" in found
+    config["allow_unprotected"] = ["MODEL_SEED"]
+    assert violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, props, config=config)) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Public storage
+
+ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
+
+
+@pytest.mark.parametrize(
+    ("type_token", "props"),
+    [
+        (BUCKET, {"name": "gpu-ci-runner-cache", "region": "fr-par"}),
+        (BUCKET, {"name": "gpu-ci-runner-cache", "acl": "private"}),
+        (BUCKET_ACL, {"bucket": "gpu-ci-runner-cache", "acl": "private"}),
+        (
+            BUCKET_POLICY,
+            {
+                "bucket": "gpu-ci-runner-cache",
+                "policy": '{"Version": "2023-04-17", "Statement": [{"Sid": "ci", "Effect": "Allow", '
+                '"Principal": {"SCW": "application_id:1234"}, "Action": "s3:*"}]}',
+            },
+        ),
+    ],
+    ids=["bucket", "private-acl", "acl-resource", "policy-for-one-app"],
+)
+def test_private_buckets_pass(type_token: str, props: dict[str, Any]) -> None:
+    assert violations(pol.no_public_buckets, resource_args(type_token, props)) == []
+
+
+@pytest.mark.parametrize(
+    ("type_token", "props", "expected"),
+    [
+        (BUCKET, {"name": "cache", "acl": "public-read"}, "bucket 'cache': acl='public-read'"),
+        (
+            BUCKET_ACL,
+            {
+                "bucket": "cache",
+                "accessControlPolicy": {
+                    "grants": [{"grantee": {"type": "Group", "uri": ALL_USERS}, "permission": "READ"}]
+                },
+            },
+            f"bucket 'cache': grant {ALL_USERS}:READ",
+        ),
+        (
+            BUCKET_POLICY,
+            {
+                "bucket": "cache",
+                "policy": '{"Statement": [{"Sid": "anyone", "Effect": "Allow", "Principal": "*", '
+                '"Action": "s3:GetObject"}]}',
+            },
+            "bucket 'cache': policy statement 'anyone' allows Principal '*'",
+        ),
+    ],
+    ids=["canned-acl", "grant-all-users", "policy-for-anyone"],
+)
+def test_public_buckets_fail(type_token: str, props: dict[str, Any], expected: str) -> None:
+    (found,) = violations(pol.no_public_buckets, resource_args(type_token, props))
+    assert found == (
+        f"{expected}: Object Storage buckets must stay private (or list the bucket in this policy's "
+        "allowed_public_buckets)"
+    )
+    config = {"allowed_public_buckets": ["cache"]}
+    assert violations(pol.no_public_buckets, resource_args(type_token, props, config=config)) == []
+
+
+def test_a_public_registry_namespace_fails_unless_allowed() -> None:
+    private = {"name": "gpu-ci", "region": "fr-par", "isPublic": False}
+    assert violations(pol.registry_namespace_private, resource_args(NAMESPACE, private)) == []
+    public = {**private, "isPublic": True}
+    assert violations(pol.registry_namespace_private, resource_args(NAMESPACE, public)) == [
+        "registry namespace 'gpu-ci': isPublic=True: anyone could pull the training images; keep it private "
+        "(gpu-ci: platform.registry.is_public: false) or list it in this policy's allowed_public_namespaces"
+    ]
+    config = {"allowed_public_namespaces": ["gpu-ci"]}
+    assert violations(pol.registry_namespace_private, resource_args(NAMESPACE, public, config=config)) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stack: the device-plugin config each GPU pool selects exists
+
+
+def stack_resource(type_token: str, name: str, props: Mapping[str, Any]) -> PolicyResource:
+    urn = f"urn:pulumi:dev::gpu-ci::{type_token}::{name}"
+    return PolicyResource(type_token, engine_props(props), urn, name, options(), None, None, [], {})
+
+
+def sharing_stack(pool_key: str = "ci-training", data_keys: tuple[str, ...] = ("ci-training", "no_sharing")) -> list:
+    return [
+        stack_resource(POOL, "kapsule-ci-training", gpu_pool(labels={DEVICE_PLUGIN_CONFIG_LABEL: pool_key})),
+        stack_resource(POOL, "kapsule-system", {"name": "system", "nodeType": "PRO2-XXS"}),
+        stack_resource(
+            CONFIG_MAP,
+            "gpu-sharing-config",
+            {"metadata": {"name": "sharing", "namespace": "kube-system"}, "data": dict.fromkeys(data_keys, "v")},
+        ),
+        stack_resource(
+            CLUSTER_POLICY_PATCH, "cp", {"spec": {"devicePlugin": {"config": {"name": "sharing", "default": "x"}}}}
+        ),
+    ]
+
+
+def test_gpu_pools_selecting_existing_configs_pass() -> None:
+    assert violations(pol.gpu_pool_config_exists, StackValidationArgs(sharing_stack())) == []
+
+
+def test_a_gpu_pool_selecting_a_missing_config_fails_on_the_pool() -> None:
+    reported: list[tuple[str, str | None]] = []
+    args = StackValidationArgs(sharing_stack(pool_key="ci-trainig"))
+    pol.gpu_pool_config_exists(args, lambda message, urn=None: reported.append((message, urn)))
+    assert reported == [
+        (
+            "GPU pool 'ci-training': nvidia.com/device-plugin.config='ci-trainig' is not a key of the device-plugin "
+            "ConfigMap 'sharing' (its keys are ['ci-training', 'no_sharing'])",
+            f"urn:pulumi:dev::gpu-ci::{POOL}::kapsule-ci-training",
+        )
+    ]
+
+
+def test_a_missing_config_map_fails() -> None:
+    resources = [r for r in sharing_stack() if r.resource_type != CONFIG_MAP]
+    (found,) = violations(pol.gpu_pool_config_exists, StackValidationArgs(resources))
+    assert found.endswith("is not a key of the device-plugin ConfigMap 'sharing' (no such ConfigMap is in the stack)")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The pack itself: what it runs, and that it agrees with the program
+
+
+def test_the_pack_agrees_with_the_program_constants() -> None:
+    assert pol.GPU_TAINT_KEY == GPU_TAINT_KEY
+    assert GPU_TAINT_EFFECT in pol.GPU_TAINT_EFFECTS
+    assert pol.DEVICE_PLUGIN_CONFIG_LABEL == DEVICE_PLUGIN_CONFIG_LABEL
+    assert GpuOperatorSpec().config_map == pol.DEFAULT_DEVICE_PLUGIN_CONFIG_MAP
+    default_cold_start = PoolSpec(node_type="L4-1-24G", zone="fr-par-2").cold_start_minutes
+    assert 60 * default_cold_start == pol.DEFAULT_MIN_POLL_TIMEOUT_SECONDS
+    for node in BUILTIN_NODE_TYPES.values():
+        assert pol.is_gpu_pool(engine_props({"nodeType": node.name})) is node.is_gpu, node.name
+
+
+def test_policies_have_unique_names_and_schema_defaults_that_match_the_code() -> None:
+    names = [p.name for p in pol.POLICIES]
+    assert len(names) == len(set(names)) == 11
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", n) for n in names)
+    schemas = {p.name: p.config_schema.properties for p in pol.POLICIES if p.config_schema}
+    assert schemas["runner-poll-timeout-covers-cold-start"]["min_poll_timeout_seconds"]["default"] == 900
+    assert schemas["gpu-pool-scales-to-zero"]["gpu_node_type_pattern"]["default"] == pol.DEFAULT_GPU_NODE_TYPE_PATTERN
+
+
+def test_the_pack_project_runs_python_in_its_own_virtualenv() -> None:
+    project = yaml.safe_load((POLICY_DIR / "PulumiPolicy.yaml").read_text(encoding="utf-8"))
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", project["version"])
+    pins = {line.split("==")[0]: line for line in _requirements(POLICY_DIR / "requirements.txt")}
+    assert set(pins) == {"pulumi", "pulumi-policy"}
+    assert set(pins.values()) <= set(_requirements(PROJECT_ROOT / "requirements.txt"))  # same versions as tested
+
+
+def test_the_pack_entry_point_only_builds_the_pack() -> None:
+    tree = ast.parse((POLICY_DIR / "__main__.py").read_text(encoding="utf-8"))
+    statements = [s for s in tree.body if not isinstance(s, ast.Import | ast.ImportFrom)]
+    docstring, build = statements
+    assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
+    assert isinstance(build, ast.Expr) and isinstance(build.value, ast.Call)
+    assert ast.unparse(build) == ("PolicyPack(name=PACK_NAME, policies=POLICIES, enforcement_level=ENFORCEMENT_LEVEL)")
+
+
+def _requirements(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Bridge: every rule over what the real program registers (an in-process stand-in for
+# `pulumi preview --policy-pack policy/`).
+#
+# Caveats: the props are the program's raw inputs as the mocks recorded them, not what a provider's Check
+# returns (no provider defaults, no normalisation); nothing is unknown (the mocks resolve every output);
+# stack policies see the mocks' outputs (inputs echoed plus a few computed fields); read resources
+# (`Cluster.get`) are left out, as the engine analyses registrations. A rule that passes here can still
+# fail on a default a provider adds: the real preview is the authority.
+
+
+def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> ResourceValidationArgs:
+    """A recorded registration as the analyzer would present it (secrets still wrapped go through the SDK)."""
+    opts = PolicyResourceOptions(
+        protect=resource.options["protect"],
+        ignore_changes=resource.options["ignore_changes"],
+        delete_before_replace=resource.options["delete_before_replace"],
+        aliases=[],
+        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+        additional_secret_outputs=resource.options["additional_secret_outputs"],
+        parent=resource.parent or None,
+    )
+    props = engine_props(resource.inputs)
+    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, opts, None, config)
+
+
+def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
+    """(policy, resource name, message) for every violation, resource rules then stack rules."""
+    config = config or {}
+    found: list[tuple[str, str, str]] = []
+    managed = [r for r in run.resources if not r.options["read"]]
+    for resource in managed:
+        for policy in pol.RESOURCE_POLICIES:
+            args = analyzed(resource, config.get(policy.name))
+            try:
+                policy.validate(
+                    args, lambda message, urn=None, p=policy, r=resource: found.append((p.name, r.name, message))
+                )
+            except _NotApplicableError:
+                continue
+    by_urn = {r.urn: r.name for r in managed}
+    stack = [
+        PolicyResource(r.type, engine_props(r.outputs), r.urn, r.name, analyzed(r, None).opts, None, None, [], {})
+        for r in managed
+    ]
+    for policy in pol.STACK_POLICIES:
+        args = StackValidationArgs(stack, config.get(policy.name))
+        policy.validate(args, lambda message, urn=None, p=policy: found.append((p.name, by_urn.get(urn, ""), message)))
+    return found
+
+
+def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
+    """Guards the bridge against passing vacuously: each rule finds what it checks."""
+    run = run_program(dev_stack)
+    pools = {r.plain_inputs["name"]: analyzed(r, None) for r in run.by_type(POOL)}
+    assert {name for name, args in pools.items() if pol._gpu_pool(args)} == {"ci-compile", "ci-training"}
+    (release,) = [analyzed(r, None) for r in run.by_type(RELEASE)]
+    assert pol._runner_release(release)
+    ((_, entry),) = pol._runner_entries(release, lambda *_: pytest.fail("config.toml unreadable"))
+    assert entry["kubernetes"]["poll_timeout"] == 900
+    assert [analyzed(r, None).props["key"] for r in run.by_type(PROJECT_VARIABLE)] == ["REGISTRY"]
+    assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
+
+
+def test_the_dev_stack_passes_every_rule(dev_stack: StackConfig) -> None:
+    assert policy_report(run_program(dev_stack)) == []
+
+
+def test_the_dev_stack_with_a_cache_and_a_secret_variable_passes_every_rule(
+    dev_stack: StackConfig, dev_platform: dict[str, Any]
+) -> None:
+    dev_platform["runner"]["cache"] = {"bucket": "gpu-ci-runner-cache"}
+    dev_platform["ci"]["variables"] = {"WANDB_API_KEY": {"secret": "wandb_api_key"}, "HYPEROPT_SEED": "7"}
+    secrets = {"runner_cache_access_key": "SCWPOLICYACCESSKEY00", "runner_cache_secret_key": "s", "wandb_api_key": "k"}
+    stack = dev_stack.with_values({"platform": dev_platform, **secrets}, secret_keys=tuple(secrets))
+    run = run_program(stack)
+    assert {r.type for r in run.resources} >= {BUCKET, PROJECT_VARIABLE}
+    assert policy_report(run) == []
+
+
+def _min_size_one(p: dict[str, Any]) -> None:
+    p["pools"]["ci-training"]["min_size"] = 1
+
+
+def _fixed_gpu_pool(p: dict[str, Any]) -> None:
+    p["pools"]["ci-training"].update(min_size=1, max_size=1, autoscaling=False)
+
+
+def _unprotected_cluster(p: dict[str, Any]) -> None:
+    p["cluster"]["protect"] = False
+
+
+def _public_registry(p: dict[str, Any]) -> None:
+    p["registry"]["is_public"] = True
+
+
+def _fast_cold_start(p: dict[str, Any]) -> None:
+    for name in ("ci-compile", "ci-training"):
+        p["pools"][name]["cold_start_minutes"] = 5
+
+
+def _plain_token(p: dict[str, Any]) -> None:
+    p["ci"]["variables"] = {"HF_TOKEN": "hf_notreallyatokenbutlongenough0123"}
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            _min_size_one,
+            [
+                (
+                    "gpu-pool-scales-to-zero",
+                    "kapsule-ci-training",
+                    "GPU pool 'ci-training' (L40S-1-48G): minSize=1: a GPU pool must scale to zero",
+                )
+            ],
+        ),
+        (
+            _fixed_gpu_pool,
+            [
+                (
+                    "gpu-pool-scales-to-zero",
+                    "kapsule-ci-training",
+                    "GPU pool 'ci-training' (L40S-1-48G): autoscaling=False",
+                ),
+                ("gpu-pool-scales-to-zero", "kapsule-ci-training", "GPU pool 'ci-training' (L40S-1-48G): minSize=1"),
+                (
+                    "gpu-pool-scales-to-zero",
+                    "kapsule-ci-training",
+                    "GPU pool 'ci-training' (L40S-1-48G): ignoreChanges=[]",
+                ),
+            ],
+        ),
+        (
+            _unprotected_cluster,
+            [("kapsule-cluster-protected", "kapsule-cluster", "Kapsule cluster 'gpu-ci': protect=False")],
+        ),
+        (
+            _public_registry,
+            [("registry-namespace-private", "registry-namespace", "registry namespace 'gpu-ci': isPublic=True")],
+        ),
+        (
+            _fast_cold_start,
+            [
+                (
+                    "runner-poll-timeout-covers-cold-start",
+                    "runner-release",
+                    "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
+                    "kubernetes.poll_timeout=300: below 900 s",
+                )
+            ],
+        ),
+        (
+            _plain_token,
+            [
+                (
+                    "ci-secret-variables-masked",
+                    "gitlab-ci-var-HF_TOKEN",
+                    "CI variable 'HF_TOKEN' (ml-team/training): masked=False",
+                )
+            ],
+        ),
+    ],
+    ids=["gpu-min-size-1", "fixed-gpu-pool", "unprotected-cluster", "public-registry", "short-poll", "plain-token"],
+)
+def test_a_spec_the_spec_allows_but_the_policies_refuse(
+    dev_stack: StackConfig, dev_platform: dict[str, Any], edit: Callable[[dict[str, Any]], None], expected: list
+) -> None:
+    """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
+    edit(dev_platform)
+    run = run_program(dev_stack.with_values({"platform": dev_platform}))
+    found = policy_report(run)
+    assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
+    for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
+        assert message.startswith(start), message
+
+
+def test_the_policy_config_can_allow_an_always_on_gpu_pool(
+    dev_stack: StackConfig, dev_platform: dict[str, Any]
+) -> None:
+    _min_size_one(dev_platform)
+    run = run_program(dev_stack.with_values({"platform": dev_platform}))
+    assert policy_report(run, {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}) == []
+
+
+def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None]) -> ProgramRun:
+    """A copy of `run` whose recorded inputs (and outputs) of one resource are changed by `change`."""
+    resources = []
+    for recorded in run.resources:
+        resource = recorded
+        if recorded.type == type_token and recorded.name == name:
+            resource = copy.deepcopy(recorded)
+            change(resource.inputs)
+            change(resource.outputs)
+        resources.append(resource)
+    return ProgramRun(resources, run.outputs, run.logs)
+
+
+def _privileged(inputs: dict[str, Any]) -> None:
+    inputs["values"]["runners"]["config"] = inputs["values"]["runners"]["config"].replace(
+        "[runners.kubernetes]\n", "[runners.kubernetes]\nprivileged = true\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("type_token", "name", "change", "expected"),
+    [
+        (RELEASE, "runner-release", _privileged, ("runner-job-pods-unprivileged", "kubernetes.privileged=True")),
+        (
+            RELEASE,
+            "runner-release",
+            lambda i: i["values"]["rbac"].update(clusterWideAccess=True),
+            ("runner-rbac-namespaced", "values.rbac.clusterWideAccess=True"),
+        ),
+        (RELEASE, "runner-release", lambda i: i.update(atomic=False), ("helm-release-atomic", "atomic=False")),
+        (
+            POOL,
+            "kapsule-ci-compile",
+            lambda i: i.update(taints=[]),
+            ("gpu-pool-taint-and-config-label", "nvidia.com/gpu taint=none"),
+        ),
+        (
+            POOL,
+            "kapsule-ci-compile",
+            lambda i: i["labels"].update({DEVICE_PLUGIN_CONFIG_LABEL: "ci-compil"}),
+            ("gpu-pool-config-exists", "nvidia.com/device-plugin.config='ci-compil' is not a key"),
+        ),
+        (
+            NAMESPACE,
+            "registry-namespace",
+            lambda i: i.update(isPublic=True),
+            ("registry-namespace-private", "isPublic=True"),
+        ),
+    ],
+    ids=["privileged", "cluster-wide-rbac", "not-atomic", "untainted-gpu-pool", "missing-config-key", "public"],
+)
+def test_inputs_the_program_never_writes_are_refused(
+    dev_stack: StackConfig, type_token: str, name: str, change: Callable[[dict[str, Any]], None], expected: tuple
+) -> None:
+    """What the spec cannot express (the program hard-codes it), broken in the recorded inputs instead."""
+    run = _broken(run_program(dev_stack), type_token, name, change)
+    ((policy, resource, message),) = policy_report(run)
+    assert (policy, resource) == (expected[0], name)
+    assert expected[1] in message
+
+
+def test_an_unknown_value_stops_a_rule_as_the_sdk_intends() -> None:
+    """During preview a judged value may be unknown: the SDK's proxy raises, and the engine reports the rule
+    as not run for that resource (advisory), rather than the rule guessing."""
+    args = resource_args(POOL, gpu_pool(minSize=UNKNOWN_STRING_VALUE), opts=AUTOSCALED)
+    with pytest.raises(UnknownValueError):
+        violations(pol.gpu_pool_scales_to_zero, args)
