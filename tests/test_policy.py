@@ -748,9 +748,9 @@ def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[
 
 
 def _privileged(inputs: dict[str, Any]) -> None:
-    inputs["values"]["runners"]["config"] = inputs["values"]["runners"]["config"].replace(
-        "[runners.kubernetes]\n", "[runners.kubernetes]\nprivileged = true\n"
-    )
+    config = inputs["values"]["runners"]["config"]
+    assert "privileged = false\n" in config  # the program writes it explicitly
+    inputs["values"]["runners"]["config"] = config.replace("privileged = false\n", "privileged = true\n")
 
 
 @pytest.mark.parametrize(
