@@ -93,7 +93,6 @@ class KapsuleCluster(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
         )
-        autoscaler = cluster.autoscaler
         return scw_k8s.Cluster(
             child_name("cluster", name),
             name=cluster.name,
@@ -105,24 +104,10 @@ class KapsuleCluster(pulumi.ComponentResource):
             private_network_id=private_network.id,
             tags=list(cluster.tags),
             delete_additional_resources=False,
-            autoscaler_config=scw_k8s.ClusterAutoscalerConfigArgs(
-                scale_down_unneeded_time=autoscaler.scale_down_unneeded_time,
-                scale_down_delay_after_add=autoscaler.scale_down_delay_after_add,
-                scale_down_utilization_threshold=autoscaler.scale_down_utilization_threshold,
-                expander=autoscaler.expander,
-                ignore_daemonsets_utilization=autoscaler.ignore_daemonsets_utilization,
-                balance_similar_node_groups=autoscaler.balance_similar_node_groups,
-                expendable_pods_priority_cutoff=autoscaler.expendable_pods_priority_cutoff,
-                max_graceful_termination_sec=autoscaler.max_graceful_termination_sec,
-            ),
+            # The spec's fields are named after the provider's arguments, so they pass through as they are.
+            autoscaler_config=scw_k8s.ClusterAutoscalerConfigArgs(**cluster.autoscaler.model_dump()),
             auto_upgrade=(
-                scw_k8s.ClusterAutoUpgradeArgs(
-                    enable=cluster.auto_upgrade.enable,
-                    maintenance_window_day=cluster.auto_upgrade.maintenance_window_day,
-                    maintenance_window_start_hour=cluster.auto_upgrade.maintenance_window_start_hour,
-                )
-                if cluster.auto_upgrade
-                else None
+                scw_k8s.ClusterAutoUpgradeArgs(**cluster.auto_upgrade.model_dump()) if cluster.auto_upgrade else None
             ),
             opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
         )
