@@ -62,10 +62,10 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
     """Errors where a full node of jobs does not fit by requests; warnings where limits overcommit."""
     problems: list[Problem] = []
     for name, profile in sorted(spec.profiles.items()):
-        pool = spec.pools.get(profile.pool)
-        if pool is None or pool.node_type not in spec.catalog or not spec.catalog[pool.node_type].is_gpu:
+        node = spec.pool_node(profile.pool)
+        if node is None or not node.is_gpu:
             continue  # reported as a reference error
-        node = spec.catalog[pool.node_type]
+        pool = spec.pools[profile.pool]
         slots = gpu_slots(pool, node)
         checks = (
             (

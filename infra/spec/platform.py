@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from infra.capacity import fit_problems
-from infra.catalog import BUILTIN_CATALOG, Catalog
+from infra.catalog import BUILTIN_CATALOG, Catalog, NodeType
 from infra.spec.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
 from infra.spec.catalog import NodeTypeSpec, ReserveSpec, build_catalog
 from infra.spec.ci import CiSpec, ci_problems
@@ -63,8 +63,17 @@ class PlatformSpec(SpecModel):
     def profiles_on(self, pool: str) -> list[str]:
         return sorted(name for name, profile in self.profiles.items() if profile.pool == pool)
 
+    def pool_node(self, pool_name: str) -> NodeType | None:
+        """The catalogue entry of a pool's node type; None for a missing pool or an unknown type."""
+        pool = self.pools.get(pool_name)
+        return self.catalog[pool.node_type] if pool is not None and pool.node_type in self.catalog else None
+
+    def is_gpu_pool(self, pool_name: str) -> bool:
+        node = self.pool_node(pool_name)
+        return node is not None and node.is_gpu
+
     def gpu_pools(self) -> list[str]:
-        return sorted(name for name, pool in self.pools.items() if self.catalog[pool.node_type].is_gpu)
+        return sorted(name for name in self.pools if self.is_gpu_pool(name))
 
     def always_on_pools(self) -> list[str]:
         return sorted(name for name, pool in self.pools.items() if pool.always_on)
@@ -266,7 +275,7 @@ def _profile_problems(spec: PlatformSpec, name: str) -> list[Problem]:
             Problem(key_path(*path, "pool"), profile.pool, f"no such pool (pools: {', '.join(sorted(spec.pools))})")
         ]
     pool = spec.pools[profile.pool]
-    if pool.node_type in spec.catalog and not spec.catalog[pool.node_type].is_gpu:
+    if spec.pool_node(profile.pool) is not None and not spec.is_gpu_pool(profile.pool):
         return [
             Problem(
                 key_path(*path, "pool"),

@@ -140,11 +140,7 @@ def default_pool(spec: PlatformSpec) -> str | None:
     """The runner's default pool: as configured, else the cheapest pool a profile targets."""
     if spec.runner.default_pool is not None:
         return spec.runner.default_pool
-    priced = [
-        (spec.catalog[spec.pools[name].node_type].eur_per_hour, name)
-        for name in targeted_pools(spec)
-        if spec.pools[name].node_type in spec.catalog
-    ]
+    priced = [(node.eur_per_hour, name) for name in targeted_pools(spec) if (node := spec.pool_node(name)) is not None]
     return min(priced)[1] if priced else None
 
 
@@ -153,8 +149,7 @@ def manager_pool(spec: PlatformSpec) -> str | None:
     if spec.runner.manager_pool is not None:
         return spec.runner.manager_pool
     for name in spec.always_on_pools():
-        node_type = spec.pools[name].node_type
-        if node_type in spec.catalog and not spec.catalog[node_type].is_gpu:
+        if spec.pool_node(name) is not None and not spec.is_gpu_pool(name):
             return name
     return None
 
@@ -164,12 +159,8 @@ def runner_problems(spec: PlatformSpec) -> list[Problem]:
     runner, problems = spec.runner, []
     pools = ", ".join(sorted(spec.pools))
     targeted = targeted_pools(spec)
-    dangling = any(  # a profile on a missing or CPU pool: reported with the profile, not again here
-        p.pool not in spec.pools
-        or spec.pools[p.pool].node_type not in spec.catalog
-        or not spec.catalog[spec.pools[p.pool].node_type].is_gpu
-        for p in spec.profiles.values()
-    )
+    # a profile on a missing or CPU pool: reported with the profile, not again here
+    dangling = any(not spec.is_gpu_pool(p.pool) for p in spec.profiles.values())
     if runner.default_pool is not None and runner.default_pool not in spec.pools:
         problems.append(Problem(key_path("runner", "default_pool"), runner.default_pool, f"no such pool ({pools})"))
     elif runner.default_pool is not None and runner.default_pool not in targeted and not dangling:
@@ -200,7 +191,7 @@ def runner_problems(spec: PlatformSpec) -> list[Problem]:
                 "time to pick up jobs",
             )
         )
-    elif spec.pools[chosen].node_type in spec.catalog and spec.catalog[spec.pools[chosen].node_type].is_gpu:
+    elif spec.is_gpu_pool(chosen):
         problems.append(
             Problem(
                 path,
