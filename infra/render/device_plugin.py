@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from infra.render.yaml_text import dump_yaml
 from infra.spec.platform import PlatformSpec
 from infra.spec.pools import GpuSharingSpec
 
@@ -79,7 +80,7 @@ def render_config_map(spec: PlatformSpec) -> str:
         "metadata": {"name": operator.config_map, "namespace": operator.namespace},
         "data": device_plugin_configs(spec),
     }
-    return yaml.dump(manifest, Dumper=_BlockDumper, sort_keys=True, default_flow_style=False)
+    return dump_yaml(manifest)
 
 
 def render_cluster_policy_patch(spec: PlatformSpec) -> str:
@@ -89,14 +90,3 @@ def render_cluster_policy_patch(spec: PlatformSpec) -> str:
 
 def _dump(config: dict[str, Any]) -> str:
     return yaml.safe_dump(config, sort_keys=True, default_flow_style=False)
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """SafeDumper writing multi-line strings (the configs inside the ConfigMap) as readable `|` blocks."""
-
-
-def _block_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
-
-
-_BlockDumper.add_representer(str, _block_str)
