@@ -3,9 +3,9 @@
 import pulumi
 
 from infra.cloud.platform import build_platform
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
-from infra.spec.secrets import secret_config_keys
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
+from infra.config.secrets import secret_config_keys
 
 config = pulumi.Config()
 try:

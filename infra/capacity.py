@@ -12,14 +12,14 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from infra.config.errors import Problem, key_path
 from infra.quantity import format_gib
-from infra.spec.errors import Problem, key_path
 
 if TYPE_CHECKING:
     from infra.catalog import NodeType
-    from infra.spec.platform import PlatformSpec
-    from infra.spec.pools import PoolSpec
-    from infra.spec.profiles import ProfileSpec
+    from infra.config.platform import PlatformSpec
+    from infra.config.pools import PoolSpec
+    from infra.config.profiles import ProfileSpec
 
 
 @dataclass(frozen=True)

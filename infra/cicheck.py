@@ -37,7 +37,7 @@ from infra.routing import (
 )
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 GLOBAL_KEYWORDS = frozenset(
     {

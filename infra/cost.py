@@ -27,12 +27,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from infra.capacity import pool_reports
-from infra.spec.base import duration_seconds
+from infra.config.base import duration_seconds
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
-    from infra.spec.pools import PoolSpec
-    from infra.spec.workload import ProfileLoadSpec, WorkloadSpec
+    from infra.config.platform import PlatformSpec
+    from infra.config.pools import PoolSpec
+    from infra.config.workload import ProfileLoadSpec, WorkloadSpec
 
 MINUTES_PER_DAY = 24 * 60
 

@@ -20,12 +20,12 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from infra.capacity import pool_reports
+from infra.config.pools import POOL_NAME_LABEL
+from infra.config.runner import default_pool, targeted_pools
 from infra.quantity import Cpu, Memory
-from infra.spec.pools import POOL_NAME_LABEL
-from infra.spec.runner import default_pool, targeted_pools
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 NODE_SELECTOR_PREFIX = "KUBERNETES_NODE_SELECTOR_"
 POOL_VARIABLE = "KUBERNETES_NODE_SELECTOR_POOL"

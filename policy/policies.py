@@ -61,7 +61,7 @@ CLUSTER_POLICY_TYPES = frozenset(
     {"kubernetes:nvidia.com/v1:ClusterPolicy", "kubernetes:nvidia.com/v1:ClusterPolicyPatch"}
 )
 
-# What gpu-ci puts on GPU pools (infra/spec/pools.py, infra/render/device_plugin.py: a test keeps them equal).
+# What gpu-ci puts on GPU pools (infra/config/pools.py, infra/render/device_plugin.py: a test keeps them equal).
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 """Effects that keep other pods off (PreferNoSchedule does not: such a pod keeps a billed GPU node up)."""

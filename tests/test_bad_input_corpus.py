@@ -9,10 +9,10 @@ import pulumi
 import pytest
 from bad_inputs import ALL_CASES, Bad
 
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
 from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
 
 
 def test_the_corpus_covers_the_kinds_of_bad_input_named_by_the_hardening_issue() -> None:

@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from infra.capacity import fit_problems, pool_reports, profile_fit, render_pool_table
-from infra.spec.platform import PlatformSpec, load_spec
+from infra.config.platform import PlatformSpec, load_spec
 
 
 def test_design_concurrency_and_what_binds_it(dev_platform: dict[str, Any]) -> None:

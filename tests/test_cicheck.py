@@ -11,8 +11,8 @@ import yaml
 
 from infra.__main__ import main
 from infra.cicheck import check_pipeline
+from infra.config.platform import load_spec
 from infra.render.ci_templates import render_ci_templates
-from infra.spec.platform import load_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE = FIXTURES / "training-repo"

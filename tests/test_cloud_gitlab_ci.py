@@ -10,9 +10,9 @@ import pulumi
 
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
+from infra.config.platform import load_spec
 from infra.offline.mocks import RecordedResource, RecordingMonitor, is_secret
 from infra.render.ci_templates import render_ci_templates
-from infra.spec.platform import load_spec
 
 ENDPOINT = "rg.fr-par.scw.cloud/gpu-ci"
 

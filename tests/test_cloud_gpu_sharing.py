@@ -9,9 +9,9 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
+from infra.config.platform import load_spec
 from infra.offline.mocks import RecordedResource, RecordingMonitor
 from infra.render.device_plugin import NO_SHARING_KEY, device_plugin_configs
-from infra.spec.platform import load_spec
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"

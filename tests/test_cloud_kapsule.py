@@ -7,10 +7,10 @@ from typing import Any
 import pulumi
 
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
+from infra.config.platform import load_spec
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, RecordedResource, RecordingMonitor, is_secret
 from infra.offline.stack_config import StackConfig
-from infra.spec.platform import load_spec
 
 EXISTING = "fr-par/0b5e1f4c-2d7a-4c1e-9a4e-3f1c2b7d9e10"
 

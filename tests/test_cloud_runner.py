@@ -9,6 +9,8 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from infra.cloud.runner import GitlabRunner, GitlabRunnerArgs
+from infra.config.platform import load_spec
+from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
 from infra.offline.mocks import (
     MOCK_GROUP_ID,
     MOCK_PROJECT_ID,
@@ -18,8 +20,6 @@ from infra.offline.mocks import (
     is_secret,
 )
 from infra.render.runner import runner_helm_values
-from infra.spec.platform import load_spec
-from infra.spec.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
 
 DOCKER_CONFIG = '{"auths": {"rg.fr-par.scw.cloud": {"username": "nologin", "password": "pull-key"}}}'
 

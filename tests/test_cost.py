@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from infra.capacity import format_eur
+from infra.config.platform import load_spec
 from infra.cost import QueuedJob, cost_report, drain_burst, price_rows, slowdown, split_evenly
 from infra.render.report import render_report
-from infra.spec.platform import load_spec
 
 L4, L40S, PRO2_XXS = Fraction("0.7875"), Fraction("1.469916"), Fraction("0.0561")
 
@@ -112,7 +112,7 @@ def test_dev_stack_day_by_hand(dev_platform: dict[str, Any]) -> None:
 
 
 def test_the_design_claim_about_l4_prices(dev_platform: dict[str, Any]) -> None:
-    """DESIGN says the L4 is ~60 % cheaper; the catalogue says 46.4 % per node-hour (73.2 % per job slot)."""
+    """The design brief says the L4 is ~60 % cheaper; the catalogue says 46.4 % per node-hour (73.2 % per job slot)."""
     rows = {r.pool: r for r in price_rows(load_spec(dev_platform))}
     l4 = rows["ci-compile"]
     assert (l4.reference, l4.node_ratio) == ("L40S-1-48G", L4 / L40S)

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from infra.config.base import DNS_LABEL
+from infra.config.platform import PlatformSpec, load_spec
 from infra.render.device_plugin import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     NO_SHARING_KEY,
@@ -18,8 +20,6 @@ from infra.render.device_plugin import (
     render_cluster_policy_patch,
     render_config_map,
 )
-from infra.spec.base import DNS_LABEL
-from infra.spec.platform import PlatformSpec, load_spec
 
 _REPLICATED = {
     "renameByDefault": None,

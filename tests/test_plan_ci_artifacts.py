@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from infra.__main__ import main
+from infra.config.platform import load_spec
 from infra.offline.stack_config import load_stack_config
 from infra.render.ci_templates import render_ci_templates
 from infra.render.runner import render_runner_config, runner_helm_values
-from infra.spec.platform import load_spec
 
 
 def test_plan_writes_the_runner_and_ci_artifacts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -32,12 +32,12 @@ from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
 from infra.catalog import BUILTIN_NODE_TYPES
+from infra.config.gpu_operator import GpuOperatorSpec
+from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RecordedResource
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 from infra.render.device_plugin import DEVICE_PLUGIN_CONFIG_LABEL
-from infra.spec.gpu_operator import GpuOperatorSpec
-from infra.spec.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
 from policy import policies as pol
 
 POLICY_DIR = PROJECT_ROOT / "policy"

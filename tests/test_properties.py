@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infra.capacity import profile_fit
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
 from infra.cost import cost_report
 from infra.offline.stack_config import StackConfig
 from infra.quantity import Cpu, Memory, QuantityError
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
 
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from check_jsonschema.builtin_schemas import get_builtin_schema
 
+from infra.config.platform import load_spec
 from infra.render.ci_templates import ci_templates, render_ci_templates
 from infra.render.runner import render_runner_config
 from infra.routing import JOB_RESOURCES, magnitude, parse_quantity
-from infra.spec.platform import load_spec
 
 SAMPLE_REPO = Path(__file__).parent / "fixtures" / "training-repo"
 GITLAB_CI_SCHEMA = get_builtin_schema("vendor.gitlab-ci")

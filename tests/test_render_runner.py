@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from infra.config.platform import load_spec
 from infra.render.runner import (
     CACHE_SECRET_NAME,
     TOKEN_SECRET_NAME,
@@ -17,7 +18,6 @@ from infra.render.runner import (
     render_runner_values,
     runner_helm_values,
 )
-from infra.spec.platform import load_spec
 
 UPSTREAM = Path(__file__).resolve().parent / "data" / "upstream"
 """Copies of what upstream really reads (see its README): the runner's config.toml keys, the chart's values."""

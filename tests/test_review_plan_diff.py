@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from infra.__main__ import main
+from infra.cli.plan import plan_document
+from infra.config.platform import load_spec
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
-from infra.offline.plan import plan_document
 from infra.offline.stack_config import StackConfig
-from infra.review.note import summarize
-from infra.review.plan_diff import (
+from infra.review.diff import (
     MISSING,
     Change,
     PlanDocumentError,
@@ -25,7 +25,7 @@ from infra.review.plan_diff import (
     flatten,
     render_diff,
 )
-from infra.spec.platform import load_spec
+from infra.review.note import summarize
 
 POOL = "scaleway:kubernetes/pool:Pool"
 

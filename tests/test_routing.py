@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from infra.config.platform import load_spec
 from infra.offline.stack_config import load_stack_config
 from infra.routing import (
     RunnerLimits,
@@ -19,7 +20,6 @@ from infra.routing import (
     runner_concurrent,
     runner_limits,
 )
-from infra.spec.platform import load_spec
 
 GOOD = ["k8s.scaleway.com/pool-name=ci-compile", "k8s.scaleway.com/pool-name=ci-training"]
 HOSTILE = [

@@ -14,12 +14,12 @@ from typing import Any
 import pulumi
 import pytest
 
+from infra.cli.plan import plan_document, render_plan
+from infra.config.platform import load_spec
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, MOCK_RUNNER_TOKEN_PREFIX, is_secret, mask_secrets
-from infra.offline.plan import plan_document, render_plan
 from infra.offline.stack_config import StackConfig
 from infra.render.artifacts import render_artifacts
-from infra.spec.platform import load_spec
 
 CACHE_ACCESS_KEY = "SCWAUDITACCESSKEY0000"
 CACHE_SECRET_KEY = "audit-cache-secret-key-value"

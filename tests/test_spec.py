@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
 
 Edit = Callable[[dict[str, Any]], None]
 

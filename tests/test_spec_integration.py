@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
-from infra.spec.runner import default_pool, manager_pool
-from infra.spec.secrets import secret_config_keys
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
+from infra.config.runner import default_pool, manager_pool
+from infra.config.secrets import secret_config_keys
 
 Edit = Callable[[dict[str, Any]], None]
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gitlab as gitlab
 
-from infra.cloud_names import CI_TOKEN, child_name
+from infra.cloud.names import CI_TOKEN, child_name
+from infra.config.ci import CiVariableSpec
+from infra.config.platform import PlatformSpec
 from infra.render.ci_templates import render_ci_templates
-from infra.spec.ci import CiVariableSpec
-from infra.spec.platform import PlatformSpec
 
 COMMIT_AUTHOR = "gpu-ci (Pulumi)"
 

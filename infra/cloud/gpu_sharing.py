@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.cloud_names import GPU_SHARING_TOKEN, child_name
+from infra.cloud.names import GPU_SHARING_TOKEN, child_name
+from infra.config.platform import PlatformSpec
 from infra.render.device_plugin import cluster_policy_patch, config_key, device_plugin_configs
-from infra.spec.platform import PlatformSpec
 
 PATCH_FIELD_MANAGER = "gpu-ci"
 """Server-side-apply field manager of the ClusterPolicy patch (stable, so `--show-managed-fields` names us)."""

@@ -18,9 +18,9 @@ import pulumi_kubernetes as k8s
 from pulumiverse_scaleway import kubernetes as scw_k8s
 from pulumiverse_scaleway import network as scw_network
 
-from infra.cloud_names import KAPSULE_TOKEN, child_name
-from infra.spec.platform import PlatformSpec
-from infra.spec.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
+from infra.cloud.names import KAPSULE_TOKEN, child_name
+from infra.config.platform import PlatformSpec
+from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,18 @@ from infra.capacity import pool_reports
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
+from infra.cloud.names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, REGISTRY_COMPONENT, RUNNER_COMPONENT
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.cloud.runner import GitlabRunner, GitlabRunnerArgs
-from infra.cloud_names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, REGISTRY_COMPONENT, RUNNER_COMPONENT
+from infra.config.platform import PlatformSpec
 from infra.cost import cost_report
 from infra.render.device_plugin import pool_labels
-from infra.spec.platform import PlatformSpec
 
 
 def build_platform(spec: PlatformSpec, secrets: Mapping[str, pulumi.Input[str]] | None = None) -> dict[str, Any]:
     """Register every resource of the platform; return the stack outputs by name.
 
-    `secrets` holds the stack secrets the spec needs (`infra.spec.secrets.secret_config_keys`), read
+    `secrets` holds the stack secrets the spec needs (`infra.config.secrets.secret_config_keys`), read
     by `__main__.py` as Pulumi secrets.
     """
     kapsule = KapsuleCluster(COMPONENT_NAME, KapsuleClusterArgs(spec=spec, extra_pool_labels=pool_labels(spec)))

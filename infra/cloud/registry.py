@@ -17,8 +17,8 @@ import pulumi
 from pulumiverse_scaleway import iam as scw_iam
 from pulumiverse_scaleway import registry as scw_registry
 
-from infra.cloud_names import REGISTRY_TOKEN, child_name
-from infra.spec.platform import PlatformSpec
+from infra.cloud.names import REGISTRY_TOKEN, child_name
+from infra.config.platform import PlatformSpec
 
 PULL_PERMISSION_SETS = ["ContainerRegistryReadOnly"]
 REGISTRY_USERNAME = "nologin"

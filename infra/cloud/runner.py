@@ -22,7 +22,9 @@ import pulumi_gitlab as gitlab
 import pulumi_kubernetes as k8s
 from pulumiverse_scaleway import object as scw_object
 
-from infra.cloud_names import RUNNER_TOKEN, child_name
+from infra.cloud.names import RUNNER_TOKEN, child_name
+from infra.config.platform import PlatformSpec
+from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG, CHART_NAME, CHART_REPOSITORY
 from infra.render.runner import (
     CACHE_SECRET_NAME,
     REGISTRY_PULL_SECRET_NAME,
@@ -31,8 +33,6 @@ from infra.render.runner import (
     TOKEN_SECRET_NAME,
     runner_helm_values,
 )
-from infra.spec.platform import PlatformSpec
-from infra.spec.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG, CHART_NAME, CHART_REPOSITORY
 
 HELM_TIMEOUT_SECONDS = 600
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "gpu-ci"}

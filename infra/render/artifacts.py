@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 
 from infra.capacity import pool_reports
+from infra.config.platform import PlatformSpec
 from infra.cost import cost_report
 from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import render_cluster_policy_patch, render_config_map
 from infra.render.report import render_report
 from infra.render.runner import render_runner_config, render_runner_values
-from infra.spec.platform import PlatformSpec
 
 
 def render_artifacts(spec: PlatformSpec) -> dict[str, str]:

@@ -14,7 +14,7 @@ from infra.render.yaml_text import dump_yaml
 from infra.routing import JOB_RESOURCES, POOL_VARIABLE, pool_selector, runner_limits
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 
 def ci_templates(spec: PlatformSpec) -> dict[str, dict[str, Any]]:

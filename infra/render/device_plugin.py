@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from infra.config.platform import PlatformSpec
+from infra.config.pools import GpuSharingSpec
 from infra.render.yaml_text import dump_yaml
-from infra.spec.platform import PlatformSpec
-from infra.spec.pools import GpuSharingSpec
 
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 """Node label the operator's config-manager reads to pick a key of the ConfigMap."""

@@ -12,9 +12,9 @@ from infra.capacity import (
     render_pool_table,
     render_table,
 )
+from infra.config.platform import PlatformSpec
 from infra.cost import CostReport, cost_report, price_rows
 from infra.render.device_plugin import DEVICE_PLUGIN_CONFIG_LABEL, NO_SHARING_KEY, config_key
-from infra.spec.platform import PlatformSpec
 
 
 def render_report(spec: PlatformSpec) -> str:

@@ -4,7 +4,7 @@
 a dict and written with tomli_w. The chart passes that text through Helm's `tpl`, so it must hold no
 `{{` (nothing here is templated: the namespace is written out, the GPU patch is block YAML).
 `runner_helm_values(spec)` is the chart's values: only keys the chart's templates read
-(shared/upstream/gitlab-runner-chart-0.86-values-paths.txt), and never the runner token: the token
+(tests/data/upstream/gitlab-runner-chart-0.86-values-paths.txt), and never the runner token: the token
 reaches the manager through the `runners.secret` Secret, which the runner component creates.
 
 What keeps a GPU node from billing for nothing:
@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 import yaml
 
+from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_NAME_LABEL
+from infra.config.runner import manager_pool
 from infra.render.yaml_text import dump_yaml
 from infra.routing import JOB_RESOURCES, poll_timeout_seconds, runner_concurrent, runner_limits
-from infra.spec.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_NAME_LABEL
-from infra.spec.runner import manager_pool
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 RELEASE_NAME = "gitlab-runner"
 TOKEN_SECRET_NAME = "gitlab-runner-token"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from infra.spec.base import SpecModel
+from infra.config.base import SpecModel
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from infra.spec.base import Duration, SpecModel
+from infra.config.base import Duration, SpecModel
 
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _EXISTING_ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -12,7 +12,7 @@ import re
 
 from pydantic import field_validator
 
-from infra.spec.base import DNS_LABEL, SpecModel
+from infra.config.base import DNS_LABEL, SpecModel
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 

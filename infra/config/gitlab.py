@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator
 
-from infra.spec.base import SpecModel
-from infra.spec.errors import Problem, key_path
+from infra.config.base import SpecModel
+from infra.config.errors import Problem, key_path
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 _SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _GROUP_PATH = re.compile(rf"^{_SEGMENT}(/{_SEGMENT})*$")

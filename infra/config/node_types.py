@@ -8,7 +8,7 @@ from fractions import Fraction
 from pydantic import Field
 
 from infra.catalog import BUILTIN_CATALOG, DEFAULT_RESERVE_CPU, DEFAULT_RESERVE_MEMORY, Catalog, NodeType
-from infra.spec.base import CpuQuantity, MemoryQuantity, SpecModel
+from infra.config.base import CpuQuantity, MemoryQuantity, SpecModel
 
 
 class ReserveSpec(SpecModel):

@@ -16,13 +16,13 @@ from typing import Any
 import pulumi
 
 from infra.capacity import pool_reports, render_table
+from infra.config.errors import SpecError
+from infra.config.platform import PlatformSpec, load_spec
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.stack_config import StackConfig, load_stack_config
 from infra.render.artifacts import render_artifacts
 from infra.render.report import render_report
-from infra.spec.errors import SpecError
-from infra.spec.platform import PlatformSpec, load_spec
 
 MAX_CELL = 110
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from infra.review.plan_diff import PlanDocumentError, check_document, diff_plans, render_diff
+from infra.review.diff import PlanDocumentError, check_document, diff_plans, render_diff
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

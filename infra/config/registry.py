@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from infra.spec.base import DNS_LABEL, SpecModel
+from infra.config.base import DNS_LABEL, SpecModel
 
 
 class RegistrySpec(SpecModel):

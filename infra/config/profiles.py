@@ -6,7 +6,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from infra.spec.base import CpuQuantity, MemoryQuantity, SpecModel
+from infra.config.base import CpuQuantity, MemoryQuantity, SpecModel
 
 _TEMPLATE = re.compile(r"^\.[a-z0-9][a-z0-9_-]*$")
 _FAMILY = re.compile(r"^[a-z0-9][a-z0-9_]*$")

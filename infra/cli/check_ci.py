@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from infra.cicheck import check_pipeline
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
 from infra.offline.stack_config import load_stack_config
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
 
 PIPELINE_FILE = ".gitlab-ci.yml"
 

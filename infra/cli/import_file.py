@@ -13,10 +13,10 @@ import re
 import sys
 from typing import Any
 
-from infra.cloud_names import COMPONENT_NAME, KAPSULE_TOKEN, child_name
+from infra.cloud.names import COMPONENT_NAME, KAPSULE_TOKEN, child_name
+from infra.config.errors import SpecError
+from infra.config.platform import load_spec
 from infra.offline.stack_config import load_stack_config
-from infra.spec.errors import SpecError
-from infra.spec.platform import load_spec
 
 _ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f-]{36}$")
 

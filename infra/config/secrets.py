@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infra.spec.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
+from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 
 def secret_config_keys(spec: PlatformSpec) -> list[str]:

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from infra.spec.base import SpecModel
-from infra.spec.errors import Problem, key_path
+from infra.config.base import SpecModel
+from infra.config.errors import Problem, key_path
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 
 class ProfileLoadSpec(SpecModel):

@@ -15,18 +15,18 @@ from pydantic import Field, ValidationError
 
 from infra.capacity import fit_problems
 from infra.catalog import BUILTIN_CATALOG, Catalog, NodeType
-from infra.spec.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
-from infra.spec.catalog import NodeTypeSpec, ReserveSpec, build_catalog
-from infra.spec.ci import CiSpec, ci_problems
-from infra.spec.cluster import ClusterSpec
-from infra.spec.errors import Problem, SpecError, key_path, problems_from_validation
-from infra.spec.gitlab import GitlabSpec, gitlab_problems
-from infra.spec.gpu_operator import GpuOperatorSpec
-from infra.spec.pools import GPU_TAINT_KEY, POOL_NAME_LABEL, PoolSpec
-from infra.spec.profiles import ProfileSpec
-from infra.spec.registry import RegistrySpec
-from infra.spec.runner import RunnerSpec, runner_problems
-from infra.spec.workload import WorkloadSpec, workload_problems
+from infra.config.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
+from infra.config.ci import CiSpec, ci_problems
+from infra.config.cluster import ClusterSpec
+from infra.config.errors import Problem, SpecError, key_path, problems_from_validation
+from infra.config.gitlab import GitlabSpec, gitlab_problems
+from infra.config.gpu_operator import GpuOperatorSpec
+from infra.config.node_types import NodeTypeSpec, ReserveSpec, build_catalog
+from infra.config.pools import GPU_TAINT_KEY, POOL_NAME_LABEL, PoolSpec
+from infra.config.profiles import ProfileSpec
+from infra.config.registry import RegistrySpec
+from infra.config.runner import RunnerSpec, runner_problems
+from infra.config.workload import WorkloadSpec, workload_problems
 
 RESERVED_LABEL_PREFIXES = ("k8s.scaleway.com/", "kubernetes.io/", "k8s.io/", "node.kubernetes.io/", "nvidia.com/")
 """Label prefixes owned by Kapsule, Kubernetes or the GPU operator (or derived by gpu-ci itself)."""

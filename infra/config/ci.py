@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from infra.spec.base import SpecModel
-from infra.spec.errors import Problem, key_path
+from infra.config.base import SpecModel
+from infra.config.errors import Problem, key_path
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

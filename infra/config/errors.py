@@ -80,7 +80,7 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
 
 def _known_keys_hint(raw: object, loc: list[str | int]) -> str:
     """Name the keys allowed next to a typo'd one, read from the model that rejected it."""
-    from infra.spec.platform import PlatformSpec  # noqa: PLC0415 - avoids an import cycle
+    from infra.config.platform import PlatformSpec  # noqa: PLC0415 - avoids an import cycle
 
     node: object = PlatformSpec
     for part in loc[:-1]:

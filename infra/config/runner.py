@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from infra.spec.base import DNS_LABEL, Duration, SpecModel, duration_seconds
-from infra.spec.errors import Problem, format_value, key_path
+from infra.config.base import DNS_LABEL, Duration, SpecModel, duration_seconds
+from infra.config.errors import Problem, format_value, key_path
 
 if TYPE_CHECKING:
-    from infra.spec.platform import PlatformSpec
+    from infra.config.platform import PlatformSpec
 
 CHART_REPOSITORY = "https://charts.gitlab.io"
 CHART_NAME = "gitlab-runner"
