@@ -1,7 +1,7 @@
 """The node-type catalogue: what a Scaleway node offers and what it costs, without Pulumi.
 
 Figures are Scaleway's, as recorded from the Instance API (`/instance/v1/zones/{zone}/products/servers`
-and `.../availability`) on PRICES_AS_OF; see shared/research/scaleway.md §4. Prices are EUR per hour,
+and `.../availability`) on PRICES_AS_OF. Prices are EUR per hour,
 excluding VAT. Every entry can be overridden, and new types added, from the stack config
 (`platform.catalog`), because prices move (+5 % in June 2026) and stock differs per zone.
 

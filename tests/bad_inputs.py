@@ -385,8 +385,8 @@ RUNNER_CI_CASES = [
     ),
     Bad(
         "templates-path-escapes",
-        set_("ci", "templates_path", value="../shared/gpu-ci.yml"),
-        "platform.ci.templates_path='../shared/gpu-ci.yml': not a repository path like "
+        set_("ci", "templates_path", value="../other/gpu-ci.yml"),
+        "platform.ci.templates_path='../other/gpu-ci.yml': not a repository path like "
         ".gitlab/ci/gpu-ci-templates.yml (relative, .yml or .yaml)",
     ),
     Bad(

@@ -13,7 +13,13 @@ from infra.quantity import Cpu, Memory
 class SpecModel(BaseModel):
     """Frozen, and unknown keys are errors: a typo in the stack config must not be ignored."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, coerce_numbers_to_str=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        arbitrary_types_allowed=True,
+        coerce_numbers_to_str=True,
+        use_attribute_docstrings=True,  # field docstrings become descriptions: docs/config-reference.md
+    )
 
 
 def _cpu(value: Any) -> Cpu:

@@ -53,7 +53,9 @@ class CiVariableSpec(SpecModel):
     raw: bool = False
     """`$` in the value is not expanded."""
     description: str | None = None
+    """The variable's description on GitLab."""
     environment_scope: str = "*"
+    """Environments that see the variable (`*`: all)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> CiVariableSpec:
@@ -92,10 +94,13 @@ class CiSpec(SpecModel):
     templates_branch: str | None = None
     """Branch the templates are committed to; None: the project's default branch."""
     stage: str = "train"
+    """Stage of every template's jobs."""
     image: str = "${REGISTRY}/training:${CI_COMMIT_SHA}"
     """Image of every template's jobs; ${REGISTRY} is the derived registry variable."""
     variables_scope: Literal["project", "group"] = "project"
+    """Where the CI/CD variables go: the training project, or `gitlab.group`."""
     variables: CiVariables = Field(default_factory=dict)
+    """CI/CD variables by name: `NAME: value`, or an object with `value` or `secret` and options."""
 
     @field_validator("templates_path")
     @classmethod

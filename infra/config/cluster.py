@@ -24,31 +24,45 @@ class AutoscalerSpec(SpecModel):
     scale_down_delay_after_add: Duration = "5m"
     """Pause before scale-down is considered again after a scale-up (API default 10m)."""
     scale_down_utilization_threshold: float = Field(0.5, gt=0, le=1)
+    """A node using less than this share of its CPU and memory may be removed."""
     expander: Literal["random", "most_pods", "least_waste", "priority", "price"] = "least_waste"
+    """How the autoscaler picks the pool to grow when several could take a pending pod."""
     ignore_daemonsets_utilization: bool = True
     """GPU operator DaemonSets sit on every GPU node; they must not keep it up."""
     balance_similar_node_groups: bool = False
+    """Keep similar pools at the same size."""
     expendable_pods_priority_cutoff: int = 0
+    """Pods below this priority neither trigger a scale-up nor prevent a scale-down."""
     max_graceful_termination_sec: int = Field(600, ge=0)
+    """Longest a pod may take to terminate when its node is scaled down."""
 
 
 class AutoUpgradeSpec(SpecModel):
     """Patch-version auto upgrades in a weekly 2-hour window (needs a minor `version`, e.g. 1.35)."""
 
     enable: bool = True
+    """Turn Scaleway's automatic patch upgrades on."""
     maintenance_window_day: Weekday = "sunday"
+    """Day of the weekly upgrade window (`any`: every day)."""
     maintenance_window_start_hour: int = Field(3, ge=0, le=23)
+    """Hour the window starts (UTC)."""
 
 
 class ClusterSpec(SpecModel):
     """The Kapsule cluster, or the id of an existing one to adopt."""
 
     name: str = "gpu-ci"
+    """Name of the cluster, and of its VPC and private network."""
     version: str = "1.35"
+    """Kubernetes version; a minor version (`1.35`) when `auto_upgrade` is on."""
     cni: Literal["cilium", "calico", "kilo", "none"] = "cilium"
+    """Container network; changing it replaces the cluster (protected: Pulumi refuses)."""
     type: Literal["kapsule", "kapsule-dedicated-4", "kapsule-dedicated-8", "kapsule-dedicated-16"] = "kapsule"
+    """`kapsule`: the free, mutualized control plane; `kapsule-dedicated-*`: a dedicated, billed one."""
     description: str = "GPU CI platform (GitLab runner + GPU pools), managed by Pulumi"
+    """The cluster's description on Scaleway."""
     tags: tuple[str, ...] = ("gpu-ci", "managed-by-pulumi")
+    """Scaleway tags of the cluster, its VPC and its private network."""
     existing_id: str | None = None
     """Adopt this cluster (`<region>/<uuid>`) instead of creating one; pools are still created in it."""
     protect: bool = True
@@ -56,7 +70,9 @@ class ClusterSpec(SpecModel):
     private_network_subnet: str | None = None
     """IPv4 subnet of the private network (CIDR); None lets Scaleway pick one."""
     autoscaler: AutoscalerSpec = AutoscalerSpec()
+    """Cluster-autoscaler settings, for every autoscaled pool."""
     auto_upgrade: AutoUpgradeSpec | None = None
+    """Scaleway's patch upgrades in a weekly window; None: no automatic upgrade."""
 
     @field_validator("version")
     @classmethod

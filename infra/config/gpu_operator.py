@@ -3,7 +3,7 @@
 Kapsule installs the operator (Helm, "Easy Deploy") in `kube-system` on every GPU pool; gpu-ci does not
 install it. It adds one ConfigMap of device-plugin configs (one key per GPU pool) in the operator's
 namespace and points the operator's existing ClusterPolicy at it. Names that are not verified on Kapsule
-(the ClusterPolicy's) are settings, with the chart's defaults, and a row in the README's runbook.
+(the ClusterPolicy's) are settings, with the chart's defaults, and a row in docs/runbook.md.
 """
 
 from __future__ import annotations

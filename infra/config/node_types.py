@@ -15,20 +15,30 @@ class ReserveSpec(SpecModel):
     """What a node keeps for itself (kubelet, system, eviction threshold, DaemonSets): an assumption."""
 
     cpu: CpuQuantity = DEFAULT_RESERVE_CPU
+    """CPU a node keeps for kubelet, system and DaemonSets (Kapsule does not publish it: measure it)."""
     memory: MemoryQuantity = DEFAULT_RESERVE_MEMORY
+    """Memory a node keeps for kubelet, system, the eviction threshold and DaemonSets."""
 
 
 class NodeTypeSpec(SpecModel):
     """A node type's figures; for a built-in type, only the fields given replace the catalogue's."""
 
     vcpus: int | None = Field(None, ge=1)
+    """vCPUs of one node."""
     memory_gib: int | None = Field(None, ge=1)
+    """Memory of one node, GiB."""
     gpus: int | None = Field(None, ge=0)
+    """GPUs of one node (0: a CPU type)."""
     gpu_model: str | None = None
+    """GPU model, for the report (e.g. `NVIDIA L4`)."""
     gpu_memory_gb: int | None = Field(None, ge=0)
+    """Memory of one GPU, GB: what profiles' `gpu_memory_gb` is checked against."""
     eur_per_hour: Decimal | None = Field(None, ge=0)
+    """Price of one node-hour, EUR excluding VAT (prices move: re-read them)."""
     zones: tuple[str, ...] | None = None
+    """Zones that sell the type (a pool elsewhere is refused); None: not restricted."""
     reserve: ReserveSpec | None = None
+    """This type's reserve, instead of `allocatable_reserve`."""
 
     def missing_for_new_type(self) -> list[str]:
         """Fields a type absent from the built-in catalogue must state."""

@@ -43,18 +43,29 @@ class PlatformSpec(SpecModel):
     """Pools, profiles and the figures behind them; the runner, GitLab, CI and registry sections."""
 
     region: Literal["fr-par", "nl-ams", "pl-waw"] = "fr-par"
+    """Scaleway region of the cluster, its private network, the registry namespace and the cache bucket."""
     cluster: ClusterSpec = ClusterSpec()
+    """The Kapsule cluster (or the existing one to adopt), its network and its autoscaler."""
     allocatable_reserve: ReserveSpec = ReserveSpec()
+    """What every node keeps for itself: an assumption to measure (docs/runbook.md)."""
     node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict)
+    """Overrides of the built-in node catalogue by type name, or new types."""
     pools: dict[str, PoolSpec]
+    """Node pools by name: the name is Kapsule's pool name, the value of the label jobs are routed by."""
     profiles: dict[str, ProfileSpec]
+    """Workload profiles by name: which model families run on which GPU pool, and what each job asks."""
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
+    """Where Scaleway's GPU operator lives, and how gpu-ci hands it the sharing config."""
     workload: WorkloadSpec | None = None
     """Daily CI load, for the cost report only; None leaves the workload part out of the report."""
     gitlab: GitlabSpec
+    """The GitLab instance, the training project and the runner's scope."""
     runner: RunnerSpec = RunnerSpec()
+    """The runner's own settings; its routing and limits are derived from the pools and profiles."""
     ci: CiSpec = CiSpec()
+    """The CI templates committed to the training project, and its CI/CD variables."""
     registry: RegistrySpec = RegistrySpec()
+    """The Container Registry namespace of the training images (its endpoint is `REGISTRY`)."""
 
     @cached_property
     def catalog(self) -> Catalog:

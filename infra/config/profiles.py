@@ -17,14 +17,19 @@ class ProfileSpec(SpecModel):
     """A class of CI jobs: which pool they run on and what each job asks of it."""
 
     pool: str
+    """The GPU pool the profile's jobs run on."""
     families: tuple[str, ...] = Field(min_length=1)
     """Model families routed here (lower case): job names such as `train-validate-dqn` name them."""
     template: str
     """The hidden CI job that carries the routing (e.g. `.train-rl-base`); jobs `extends:` it."""
     cpu_request: CpuQuantity
+    """CPU each job requests (`3000m`, `3`, `0.5`); a node's jobs must fit its allocatable CPU."""
     cpu_limit: CpuQuantity
+    """CPU limit of each job (at least `cpu_request`)."""
     memory_request: MemoryQuantity
+    """Memory each job requests (`8Gi`, `512Mi`); a node's jobs must fit its allocatable memory."""
     memory_limit: MemoryQuantity
+    """Memory limit of each job (at least `memory_request`; overcommitting the node is a warning)."""
     gpu_memory_gb: float | None = Field(None, gt=0)
     """GPU memory a job needs, if known: checked against the per-replica share under MPS."""
     variables: dict[str, str] = Field(default_factory=dict)

@@ -16,10 +16,11 @@ class RegistrySpec(SpecModel):
     """A registry namespace in the stack's region, created or adopted."""
 
     namespace: str = "gpu-ci"
-    """Namespace name (unique in the region; the endpoint is rg.<region>.scw.cloud/<namespace>)."""
+    """Namespace name (unique in the region; the endpoint is `rg.<region>.scw.cloud/<namespace>`)."""
     existing: bool = False
     """Adopt an existing namespace of that name (read, not managed) instead of creating it."""
     is_public: bool = False
+    """Anyone may pull; a private namespace gets a pull credential for job pods instead."""
     pull_secret: bool = True
     """Private namespace: give job pods a read-only pull credential (IAM application + API key)."""
     protect: bool = True

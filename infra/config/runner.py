@@ -38,6 +38,7 @@ class RunnerCacheSpec(SpecModel):
     """The distributed cache on a Scaleway Object Storage bucket (every job is a fresh pod)."""
 
     bucket: str
+    """Bucket name: 3-63 of a-z, 0-9, '.' and '-'."""
     create: bool = True
     """Create the bucket (with an expiry rule); False uses an existing bucket of that name."""
     expire_days: int | None = Field(30, ge=1)
@@ -80,11 +81,13 @@ class RunnerSpec(SpecModel):
     tags: tuple[str, ...] = ("kapsule", "gpu")
     """Runner tags; the CI templates carry the same tags. The runner takes no untagged jobs."""
     description: str = "gpu-ci: Kapsule GPU runner (managed by Pulumi)"
+    """The runner's description on GitLab."""
     access_level: Literal["not_protected", "ref_protected"] = "not_protected"
     """`ref_protected` runs jobs of protected branches and tags only."""
     default_image: str = "alpine:3.22"
     """Image of a job that sets none (the CI templates set the training image)."""
     cache: RunnerCacheSpec | None = None
+    """S3 cache on Scaleway Object Storage (its key: two stack secrets); None: no cache."""
 
     @field_validator("namespace")
     @classmethod

@@ -21,6 +21,7 @@ class ProfileLoadSpec(SpecModel):
     """One profile's daily load."""
 
     jobs_per_day: int = Field(ge=0)
+    """Jobs of this profile a day."""
     minutes_per_job: float = Field(gt=0)
     """Run time of one job when it has its node's GPU to itself (what GitLab shows for the old setup)."""
     gpu_utilization: float | None = Field(None, gt=0, le=1)
@@ -32,6 +33,7 @@ class BaselineSpec(SpecModel):
     """The old setup the report compares with: every job on one node of `node_type`, one at a time."""
 
     node_type: str = "L40S-1-48G"
+    """The GPU node type every job ran on, one at a time, billed around the clock."""
     idle_node_types: tuple[str, ...] = ()
     """Other nodes the old setup billed around the clock without running jobs (e.g. the idle L4)."""
 
@@ -42,7 +44,9 @@ class WorkloadSpec(SpecModel):
     batches_per_day: int = Field(1, ge=1)
     """Bursts (pipelines) the day's jobs arrive in; each finds the GPU pools scaled to zero."""
     profiles: dict[str, ProfileLoadSpec]
+    """Daily load by profile name."""
     baseline: BaselineSpec = BaselineSpec()
+    """The old setup the report compares with."""
 
 
 def workload_problems(spec: PlatformSpec) -> list[Problem]:
