@@ -1,0 +1,64 @@
+"""The documentation stands on its own: its links resolve inside the repository, and nothing points outside it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = sorted([ROOT / "README.md", ROOT / "policy" / "README.md", *(ROOT / "docs").glob("*.md")])
+WRITTEN_ALONGSIDE = {"check-ci.md", "simulation.md", "security.md", "workload.md", "config-limits.md"}
+"""docs/ pages written in parallel with these; a link to one may precede its file."""
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_SKIPPED_DIRS = {".git", "venv", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+_TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".json", ".cfg", ".sh", ""}
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to '-'."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {_slug(line.lstrip("#")) for line in lines if re.match(r"^#{1,6} ", line)}
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_resolve_inside_the_repository(document: Path) -> None:
+    broken = []
+    for target in _LINK.findall(document.read_text(encoding="utf-8")):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        file_part, _, anchor = target.partition("#")
+        path = (document.parent / file_part).resolve() if file_part else document
+        if not path.is_relative_to(ROOT):
+            broken.append(f"{target}: outside the repository")
+        elif not path.exists():
+            if path.parent == ROOT / "docs" and path.name in WRITTEN_ALONGSIDE:
+                continue
+            broken.append(f"{target}: no such file")
+        elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+            broken.append(f"{target}: no such heading")
+    assert broken == []
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    outside = ["../" + "shared", "shared/" + "research", "DESIGN" + ".md", "/" + "work/"]
+    hits = []
+    for path in ROOT.rglob("*"):
+        if any(part in _SKIPPED_DIRS for part in path.relative_to(ROOT).parts) or not path.is_file():
+            continue
+        if path.suffix not in _TEXT_SUFFIXES:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        hits += [f"{path.relative_to(ROOT)}: {needle}" for needle in outside if needle in text]
+    assert hits == []
+
+
+def test_readme_reads_in_one_sitting() -> None:
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 150
