@@ -1,6 +1,6 @@
 """What a day of CI jobs costs and how long a burst takes to drain, new setup against old (pure: no Pulumi).
 
-The model, stated once here and in the README ("Cost model"); every figure is exact (fractions) until shown:
+The model, stated once here and in docs/cost.md; every figure is exact (fractions) until shown:
 
 - A day's jobs of each profile arrive in `workload.batches_per_day` bursts, as evenly as possible (the
   first bursts take the remainder). Each burst finds the GPU pools scaled to zero (`min_size` nodes up).

@@ -1,4 +1,4 @@
-"""The gpu-ci policy pack: `pulumi preview --policy-pack policy/` runs this file (README: "Policy pack").
+"""The gpu-ci policy pack: `pulumi preview --policy-pack policy/` runs this file (policy/README.md).
 
 It only builds the pack: PolicyPack(...) starts the analyzer's gRPC server and blocks, so nothing imports
 this file; the rules live in `policies.py` (this directory is on sys.path when the pack runs).

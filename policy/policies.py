@@ -75,7 +75,7 @@ RUNNER_CHART = "gitlab-runner"
 DEFAULT_POLL_TIMEOUT_SECONDS = 180
 """gitlab-runner's poll_timeout when config.toml sets none."""
 DEFAULT_MIN_POLL_TIMEOUT_SECONDS = 900
-"""A GPU node takes ~10-15 min from zero to a running pod on Kapsule (README runbook): 15 min by default."""
+"""A GPU node takes ~10-15 min from zero to a running pod on Kapsule (docs/runbook.md): 15 min by default."""
 SECURITY_CONTEXTS = (
     "build_container_security_context",
     "helper_container_security_context",

@@ -163,7 +163,7 @@ def test_cluster_policy_patch_points_at_the_config_map(dev_stack: StackConfig) -
 
 def test_a_sharing_change_rewrites_only_the_config_map(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
     """What `pulumi up` changes for a new sharing: the ConfigMap's data. The pool labels and the ClusterPolicy
-    patch stay as they are, so nothing restarts on a running GPU node (README: how a sharing change takes effect)."""
+    patch stay as they are, so nothing restarts on a running GPU node (docs/routing-and-sharing.md)."""
     before = run_program(dev_stack)
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 3}
     after = run_program(dev_stack.with_values({"platform": dev_platform}))

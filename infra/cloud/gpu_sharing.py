@@ -7,7 +7,7 @@ Safe updates: the ConfigMap keeps one name, and the ClusterPolicy patch only nam
 change rewrites the ConfigMap's data and nothing else. The operator does not watch that data: GPU nodes
 already up keep their config until they scale down, and nodes that start later read the new one. Renaming
 the ConfigMap instead would change the device-plugin, GFD and MPS-daemon DaemonSets' pod templates and
-restart them on every GPU node, jobs or not. (README: "How a sharing change takes effect".)
+restart them on every GPU node, jobs or not. (docs/routing-and-sharing.md, "How a sharing change takes effect".)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The GPU operator mounts one ConfigMap into the device plugin; each key is a comp
 label `nvidia.com/device-plugin.config=<key>`, which gpu-ci sets on the pool, so autoscaled nodes carry
 it from birth. Keys are the pool names: a pool's label never changes, so a running node is never
 reconfigured by a label change; only the ConfigMap's content does, and only nodes that start later read
-it (see README, "How a sharing change takes effect").
+it (docs/routing-and-sharing.md).
 
 Fields are those of `api/config/v1` in NVIDIA/k8s-device-plugin: `renameByDefault: false` keeps the
 resource name `nvidia.com/gpu`, which is what the job pods request and what the cluster-autoscaler's

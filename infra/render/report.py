@@ -146,7 +146,7 @@ def render_cost(spec: PlatformSpec, cost: CostReport) -> str:
             "on one node: its queue never drains\n"
         )
     lines.append(
-        "Model (README, 'Cost model'): bursts find GPU pools at zero; waves of max_size x jobs/node; nodes billed "
+        "Model (docs/cost.md): bursts find GPU pools at zero; waves of max_size x jobs/node; nodes billed "
         "from creation (cold start included) to scale_down_unneeded_time after their last job; a job slows by "
         "max(1, gpu_utilization x jobs sharing its GPU; MPS: x replicas).\n" + "".join(notes)
     )

@@ -19,7 +19,7 @@ JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
 TOKEN_ADVICE: Final = (
     "use a project access token with role Reporter and scope `api`, stored as a masked CI/CD variable "
-    "(README: 'CI: from merge request to up')"
+    "(docs/operations.md: 'Bootstrap, once')"
 )
 
 
