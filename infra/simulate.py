@@ -3,7 +3,7 @@
 Why: a job that a runner takes but the cluster cannot place fails after `poll_timeout`; a formula in waves
 cannot see that. This module replays what each component does, event by event, and reports who waited,
 who failed and what the nodes billed. No Pulumi, no `infra.config`: plain frozen dataclasses in, a
-`SimResult` out. The lead adapter builds a `Scenario` from the platform model.
+`SimResult` out; an adapter builds the `Scenario` from the platform model (pools, runners, workload).
 
 Calling it::
 
@@ -15,9 +15,9 @@ Calling it::
     result.eur, result.pool("ci-training").eur  # Fractions of EUR
     result.as_json()              # rounded figures for a report
 
-Times are minutes (int, float, Fraction or a decimal string's value: a float is read as the decimal it
-prints, 0.1 not its binary neighbour) and are kept internally as whole milliseconds, so ties are exact and a
-run is deterministic (nothing here is random). Results are exact Fractions of a minute.
+Times are minutes (int, float or Fraction; a float is read as the decimal it prints, 0.1 and not its binary
+neighbour), kept internally as whole milliseconds, so ties are exact and a run is deterministic (nothing
+here is random). Results are exact Fractions of a minute and of a euro.
 
 The model (each rule from the documented behaviour of GitLab 18.x, gitlab-runner 18.9 with the Kubernetes
 executor, kube-scheduler, the cluster-autoscaler and the NVIDIA device plugin; docs/simulation.md says more):
@@ -50,8 +50,9 @@ executor, kube-scheduler, the cluster-autoscaler and the NVIDIA device plugin; d
 - A running job needs `minutes` of its GPU alone. It progresses at rate 1/slowdown, re-evaluated at every
   change on its GPU (processor sharing): time-slicing slowdown = max(1, u x n), n = jobs on that GPU now;
   MPS slowdown = max(1, u x replicas) always (each client is capped at 1/replicas of the GPU), replicas =
-  slots_per_node / gpus_per_node; no `gpu_utilization` u: 1 (sharing assumed free). Each job uses its own u
-  (the rule of infra/cost.py); jobs of one profile share a pool, so u is normally uniform on a GPU.
+  `gpu_replicas` (default: slots_per_node / gpus_per_node, rounded up); without a `gpu_utilization` u: 1
+  (sharing assumed free). Each job uses its own u (the rule of infra/cost.py); jobs of one profile share a
+  pool, so u is normally uniform on a GPU.
 - Scale-down: a ready node of a pool, not warm, empty since t is removed at max(t + scale_down_unneeded,
   creation + scale_down_delay_after_add) if still empty. The real autoscaler's delay-after-add counts from the
   last scale-up anywhere in the cluster; the model counts it per node (as infra/cost.py does).
@@ -109,9 +110,10 @@ class SimPool:
 
     name: str
     slots_per_node: int
-    """Job pods a node schedules: GPUs x sharing replicas (1 per GPU without sharing)."""
+    """Job pods a node schedules: GPUs x sharing replicas (1 per GPU without sharing), or fewer when CPU or
+    memory fit fewer (infra/capacity.py's jobs_per_node)."""
     gpus_per_node: int
-    """Physical GPUs per node; slots_per_node must be a multiple of it."""
+    """Physical GPUs per node; a job lands on the GPU of its node with the fewest jobs."""
     max_nodes: int
     """The pool's max_size: the autoscaler never goes beyond it."""
     warm_nodes: int
@@ -126,6 +128,8 @@ class SimPool:
     """The autoscaler's scale_down_delay_after_add: no removal sooner than this after the node's creation."""
     mps: bool = False
     """GPU sharing by MPS: each job is capped at 1/replicas of its GPU (else time-slicing, or no sharing)."""
+    gpu_replicas: int = 0
+    """The sharing replicas per GPU (MPS's cap); 0: ceil(slots_per_node / gpus_per_node)."""
 
 
 @dataclass(frozen=True)
@@ -365,11 +369,12 @@ def _check_pools(pools: tuple[SimPool, ...]) -> set[str]:
         pool_names.add(pool.name)
         _count(f"{where}: slots_per_node", pool.slots_per_node, 1, MAX_SLOTS_PER_NODE)
         _count(f"{where}: gpus_per_node", pool.gpus_per_node, 1, MAX_SLOTS_PER_NODE)
-        if pool.slots_per_node % pool.gpus_per_node or pool.slots_per_node > pool.gpus_per_node * MAX_SLOTS_PER_GPU:
+        if pool.slots_per_node > pool.gpus_per_node * MAX_SLOTS_PER_GPU:
             raise ValueError(
-                f"{where}: slots_per_node must be a multiple of gpus_per_node ({pool.gpus_per_node}), "
-                f"at most {MAX_SLOTS_PER_GPU} per GPU, got {pool.slots_per_node}"
+                f"{where}: slots_per_node must be at most {MAX_SLOTS_PER_GPU} per GPU "
+                f"({pool.gpus_per_node} GPUs), got {pool.slots_per_node}"
             )
+        _count(f"{where}: gpu_replicas", pool.gpu_replicas, 0, MAX_SLOTS_PER_GPU)
         _count(f"{where}: max_nodes", pool.max_nodes, 0, MAX_NODES_PER_POOL)
         _count(f"{where}: warm_nodes", pool.warm_nodes, 0, pool.max_nodes)
         _ms(f"{where}: cold_start_minutes", pool.cold_start_minutes)
@@ -478,7 +483,7 @@ class _Pool:
 
     @property
     def replicas(self) -> int:
-        return self.spec.slots_per_node // self.spec.gpus_per_node
+        return _replicas(self.spec)
 
 
 @dataclass(eq=False)
@@ -881,6 +886,15 @@ class _Simulation:
         )
 
 
+def _full_gpu(pool: SimPool) -> int:
+    """Jobs on the busiest GPU of a full node (the device plugin spreads them over the GPUs)."""
+    return -(-pool.slots_per_node // pool.gpus_per_node)
+
+
+def _replicas(pool: SimPool) -> int:
+    return pool.gpu_replicas or _full_gpu(pool)
+
+
 def _utilization(job: SimJob) -> Fraction | None:
     return None if job.gpu_utilization is None else _decimal(job.gpu_utilization)
 
@@ -906,7 +920,8 @@ def bound_makespan(scenario: Scenario) -> Fraction:
     """The makespan the slots allow (minutes), the figure a good dispatch reaches within 1.1x.
 
     Per pool: its cold start (none with a warm node) + ceil(jobs / (slots_per_node x max_nodes)) waves x its
-    longest job at a full GPU (minutes x max(1, u x replicas): a full wave shares each GPU that many ways),
+    longest job at a full GPU (minutes x its slowdown with ceil(slots_per_node / gpus_per_node) jobs on its GPU:
+    a full wave shares each GPU that many ways; MPS: x max(1, u x replicas)),
     counted from the pool's first job's creation; the largest over pools, from the first job's creation.
     A pool with max_nodes 0 and jobs has no bound: its jobs never run (ValueError).
     """
@@ -921,15 +936,8 @@ def bound_makespan(scenario: Scenario) -> Fraction:
             continue
         if pool.max_nodes == 0:
             raise ValueError(f"SimPool {pool.name!r}: max_nodes is 0 but {len(jobs)} job(s) need it")
-        replicas = pool.slots_per_node // pool.gpus_per_node
         longest = max(
-            _decimal(j.minutes)
-            * slowdown(
-                _utilization(j),
-                replicas,
-                mps=pool.mps,
-                replicas=replicas,
-            )
+            _decimal(j.minutes) * slowdown(_utilization(j), _full_gpu(pool), mps=pool.mps, replicas=_replicas(pool))
             for j in jobs
         )
         cold = Fraction(0) if pool.warm_nodes else _decimal(pool.cold_start_minutes)

@@ -340,6 +340,9 @@ def test_time_slicing_rates_change_with_the_sharers() -> None:
     assert [result.job(i).finished for i in (1, 2, 3)] == [55, 55, 65]
     mps = simulate(Scenario((replace(shared, mps=True),), (runner,), jobs[:1]))
     assert mps.job(1).finished == 80  # MPS caps it at 1/4 of the GPU: slowdown max(1, 0.5 x 4) = 2, even alone
+    # CPU fits only 2 jobs on the node, MPS still has 4 replicas: the cap is the replicas'.
+    cpu_bound = replace(shared, mps=True, slots_per_node=2, gpu_replicas=4)
+    assert simulate(Scenario((cpu_bound,), (runner,), jobs[:1])).job(1).finished == 80
     free = simulate(Scenario((shared,), (runner,), tuple(replace(j, gpu_utilization=None) for j in jobs)))
     assert [free.job(i).finished for i in (1, 2, 3)] == [40, 40, 50]
 
@@ -361,7 +364,8 @@ def test_oversized_scenario_is_refused_at_once() -> None:
 @pytest.mark.parametrize(
     ("scenario", "message"),
     [
-        (Scenario((replace(ONE_POOL, slots_per_node=3, gpus_per_node=2),), (), ()), "slots_per_node"),
+        (Scenario((replace(ONE_POOL, slots_per_node=17),), (), ()), "slots_per_node must be at most 16 per GPU"),
+        (Scenario((replace(ONE_POOL, gpus_per_node=0),), (), ()), "gpus_per_node"),
         (Scenario((replace(ONE_POOL, warm_nodes=2),), (), ()), "warm_nodes"),
         (Scenario((ONE_POOL,), (one_runner(pools=frozenset({"nope"})),), ()), "pools must name known pools"),
         (Scenario((ONE_POOL,), (one_runner(poll_timeout_minutes=0),), ()), "poll_timeout_minutes"),
