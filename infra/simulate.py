@@ -919,11 +919,12 @@ def simulate(scenario: Scenario) -> SimResult:
 def bound_makespan(scenario: Scenario) -> Fraction:
     """The makespan the slots allow (minutes), the figure a good dispatch reaches within 1.1x.
 
-    Per pool: its cold start (none with a warm node) + ceil(jobs / (slots_per_node x max_nodes)) waves x its
-    longest job at a full GPU (minutes x its slowdown with ceil(slots_per_node / gpus_per_node) jobs on its GPU:
-    a full wave shares each GPU that many ways; MPS: x max(1, u x replicas)),
-    counted from the pool's first job's creation; the largest over pools, from the first job's creation.
-    A pool with max_nodes 0 and jobs has no bound: its jobs never run (ValueError).
+    Per pool: its cold start (none with a warm node) + ceil(jobs / (slots_per_node x max_nodes)) waves of its
+    longest job, counted from the pool's first job's creation; the largest over pools, from the first job's
+    creation. With a `gpu_utilization` a wave lasts as long as that job takes sharing its GPU: a full wave
+    with ceil(slots_per_node / gpus_per_node) jobs per GPU, a last partial wave spread as thin as the nodes
+    and GPUs allow (MPS: max(1, u x replicas) always). A pool with max_nodes 0 and jobs has no bound: its
+    jobs never run (ValueError).
     """
     _check(scenario)
     if not scenario.jobs:
@@ -936,12 +937,18 @@ def bound_makespan(scenario: Scenario) -> Fraction:
             continue
         if pool.max_nodes == 0:
             raise ValueError(f"SimPool {pool.name!r}: max_nodes is 0 but {len(jobs)} job(s) need it")
-        longest = max(
-            _decimal(j.minutes) * slowdown(_utilization(j), _full_gpu(pool), mps=pool.mps, replicas=_replicas(pool))
-            for j in jobs
-        )
+
+        def wave(sharers: int, jobs: list[SimJob] = jobs, pool: SimPool = pool) -> Fraction:
+            return max(
+                _decimal(j.minutes) * slowdown(_utilization(j), sharers, mps=pool.mps, replicas=_replicas(pool))
+                for j in jobs
+            )
+
+        full_waves, rest = divmod(len(jobs), pool.slots_per_node * pool.max_nodes)
+        length = full_waves * wave(_full_gpu(pool))
+        if rest:
+            length += wave(-(-rest // (pool.max_nodes * pool.gpus_per_node)))
         cold = Fraction(0) if pool.warm_nodes else _decimal(pool.cold_start_minutes)
-        waves = math.ceil(len(jobs) / (pool.slots_per_node * pool.max_nodes))
         start = min(_decimal(j.created_minute) for j in jobs) - first
-        bound = max(bound, start + cold + waves * longest)
+        bound = max(bound, start + cold + length)
     return bound

@@ -93,6 +93,10 @@ def test_design_bound() -> None:
     assert bound_makespan(per_pool()) == Fraction("232.6")
     warm = replace(per_pool(), pools=tuple(replace(p, warm_nodes=1) for p in pools()))
     assert bound_makespan(warm) == Fraction("217.6")
+    # 18 supervised jobs: 4 full waves and a last one of 2 (two jobs on the GPU: no slowdown, 40 min).
+    extra = tuple(replace(j, id=100 + j.id) for j in pipeline()[4:6])
+    assert bound_makespan(replace(per_pool(), jobs=pipeline() + extra)) == Fraction("272.6")
+    assert simulate(replace(per_pool(), jobs=pipeline() + extra)).makespan == Fraction("272.6")
 
 
 @pytest.mark.parametrize(
