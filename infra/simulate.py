@@ -54,8 +54,9 @@ executor, kube-scheduler, the cluster-autoscaler and the NVIDIA device plugin; d
   (sharing assumed free). Each job uses its own u (the rule of infra/cost.py); jobs of one profile share a
   pool, so u is normally uniform on a GPU.
 - Scale-down: a ready node of a pool, not warm, empty since t is removed at max(t + scale_down_unneeded,
-  creation + scale_down_delay_after_add) if still empty. The real autoscaler's delay-after-add counts from the
-  last scale-up anywhere in the cluster; the model counts it per node (as infra/cost.py does).
+  creation + scale_down_delay_after_add) if still empty and no pod of its pool is Pending. The real
+  autoscaler's delay-after-add counts from the last scale-up anywhere in the cluster; the model counts it per
+  node (as infra/cost.py does).
 - Billing: per started minute per node, from its creation (the cold start is billed) to its removal. Warm
   nodes (`warm_nodes`, the pool's min_size) are up from minute 0 and billed to the last job's end; a day's
   cost bills them 24 h instead (they are up anyway).
@@ -539,12 +540,12 @@ class _Simulation:
             self.runners.append(runner)
         self.matchers = {tags: [r for r in self.runners if tags <= r.spec.tags] for tags in self.queues}
         self.heap: list[tuple[int, int, int, object]] = []
+        self.recheck: list[_Node] = []
         self.seq = 0
         self.events = 0
-        max_replicas = max(p.replicas for p in self.pools.values())
-        self.event_budget = (
-            16 + len(self.jobs) * (8 + 2 * max_replicas) + 4 * len(scenario.upgrades) * len(scenario.runners)
-        )
+        sharers = max(_full_gpu(p) for p in scenario.pools)
+        self.event_budget = 16 + len(self.jobs) * (12 + 2 * sharers)
+        self.event_budget += 4 * len(scenario.upgrades) * len(scenario.runners)
         self.event_budget += 2 * sum(p.spec.max_nodes for p in self.pools.values())
         for pool in self.pools.values():
             for _ in range(pool.spec.warm_nodes):
@@ -602,8 +603,12 @@ class _Simulation:
             assert isinstance(payload, tuple)
             node, version = payload
             if node.version == version and node.removed is None and node.used == 0:
-                node.removed = now
-                node.pool.live.remove(node)
+                if node.pool.pending_count:  # a Pending pod is bound to it at this instant: look again after
+                    node.empty_since = None
+                    self.recheck.append(node)
+                else:
+                    node.removed = now
+                    node.pool.live.remove(node)
         elif kind == _UPGRADE:
             assert isinstance(payload, Upgrade)
             self._upgrade(now, payload)
@@ -727,6 +732,9 @@ class _Simulation:
         while self._bind(now) | self._dispatch(now):
             pass
         self._autoscale(now)
+        for node in self.recheck:
+            self._maybe_idle(node, now)
+        self.recheck.clear()
 
     def _bind(self, now: int) -> bool:
         bound = False

@@ -14,9 +14,12 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from infra.simulate import (
     MAX_JOBS,
+    JobResult,
     Scenario,
     SimJob,
     SimPool,
@@ -274,6 +277,16 @@ def test_bursts_apart_pay_two_cold_starts_close_ones_reuse_the_node() -> None:
     assert close.longest_wait == 15
 
 
+def test_instant_node_is_not_removed_under_its_pending_pod() -> None:
+    # Cold start 0 and scale-down timers 0: the node is ready and "empty" at the very instant the pod needs it.
+    instant = replace(
+        ONE_POOL, cold_start_minutes=0, scale_down_unneeded_minutes=0, scale_down_delay_after_add_minutes=0
+    )
+    result = simulate(Scenario((instant,), (one_runner(),), (job(1, 1),)))
+    assert (result.job(1).started, result.job(1).finished) == (0, 1)
+    assert (result.pool("gpu").nodes_created, result.pool("gpu").scaled_node_minutes) == (1, 1)
+
+
 def test_job_timeout_counts_the_pending_time() -> None:
     # Taken at 0, Pending to 15, running 15 -> 20: the 20-min job timeout stops it.
     result = simulate(Scenario((ONE_POOL,), (one_runner(job_timeout_minutes=20),), (job(1, 10),)))
@@ -358,11 +371,11 @@ def test_same_scenario_same_result() -> None:
 
 
 def test_oversized_scenario_is_refused_at_once() -> None:
-    jobs = tuple(job(i) for i in range(MAX_JOBS + 1))
+    jobs = (job(1),) * (MAX_JOBS + 1)  # the size is checked before anything else
     started = time.perf_counter()
     with pytest.raises(ValueError, match=r"Scenario\.jobs: 10001 entries"):
         simulate(Scenario((ONE_POOL,), (one_runner(),), jobs))
-    assert time.perf_counter() - started < 0.1
+    assert time.perf_counter() - started < 0.5
 
 
 @pytest.mark.parametrize(
@@ -385,3 +398,107 @@ def test_bad_input_names_the_field(scenario: Scenario, message: str) -> None:
     with pytest.raises(ValueError, match=message) as error:
         simulate(scenario)
     assert "\n" not in str(error.value)
+
+
+# --- invariants over random small scenarios ---------------------------------------------------------------------
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    pool_specs = tuple(
+        SimPool(
+            f"p{i}",
+            slots_per_node=draw(st.integers(1, 4)),
+            gpus_per_node=draw(st.integers(1, 2)),
+            max_nodes=draw(st.integers(1, 2)),
+            warm_nodes=draw(st.integers(0, 1)),
+            cold_start_minutes=draw(st.integers(0, 20)),
+            eur_per_node_hour=Fraction(1),
+            scale_down_unneeded_minutes=draw(st.integers(0, 10)),
+            scale_down_delay_after_add_minutes=draw(st.integers(0, 10)),
+            mps=draw(st.booleans()),
+        )
+        for i in range(draw(st.integers(1, 2)))
+    )
+    names = [p.name for p in pool_specs]
+    tag_pool = ["a", "b", "c"]
+    runner_specs = tuple(
+        SimRunner(
+            f"r{i}",
+            frozenset(draw(st.sets(st.sampled_from(tag_pool), min_size=1))),
+            frozenset(draw(st.sets(st.sampled_from(names), min_size=1))),
+            concurrent=draw(st.integers(1, 4)),
+            poll_timeout_minutes=draw(st.integers(1, 40)),
+            job_timeout_minutes=draw(st.integers(20, 200)),
+            upgrade_strategy=draw(st.sampled_from(["rolling", "recreate"])),
+        )
+        for i in range(draw(st.integers(1, 3)))
+    )
+    jobs = tuple(
+        SimJob(
+            i,
+            f"j{i}",
+            frozenset(draw(st.sets(st.sampled_from(tag_pool), max_size=2))),
+            draw(st.sampled_from(names)),
+            minutes=draw(st.integers(1, 60)),
+            gpu_utilization=draw(st.sampled_from([None, 0.34, 0.9])),
+            created_minute=draw(st.sampled_from([0, 0, 30, 90])),
+        )
+        for i in range(1, draw(st.integers(1, 12)) + 1)
+    )
+    upgrades = tuple(
+        Upgrade(draw(st.integers(0, 60)), draw(st.sampled_from([None, *[r.name for r in runner_specs]])))
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    return Scenario(pool_specs, runner_specs, jobs, upgrades)
+
+
+def _check_job(j: JobResult, spec: SimJob, pool: SimPool, runners: dict[str, SimRunner]) -> None:
+    assert j.created <= (j.taken if j.taken is not None else j.finished) <= j.finished
+    runner = runners.get(j.runner or "")
+    if j.taken is not None:
+        assert runner is not None and spec.tags and spec.tags <= runner.tags  # only matching jobs are handed out
+        if j.started is None:
+            assert j.finished - j.taken <= runner.poll_timeout_minutes
+    if j.cause == "refused":
+        assert runner is not None and j.pool not in runner.pools and j.finished == j.taken
+    if j.cause == "poll_timeout":
+        assert runner is not None and j.taken is not None and j.started is None
+        assert j.finished - j.taken == runner.poll_timeout_minutes
+    if j.cause == "job_timeout":
+        assert runner is not None and j.taken is not None
+        assert j.finished - j.taken == runner.job_timeout_minutes
+    if j.outcome == "success":
+        assert j.started is not None and j.node is not None and j.node.startswith(f"{j.pool}-")
+        worst = max(1, Fraction(str(spec.gpu_utilization or 0)) * max(pool.slots_per_node, pool.gpu_replicas))
+        assert spec.minutes <= j.finished - j.started <= spec.minutes * worst
+
+
+@settings(max_examples=15, deadline=None)
+@given(scenarios())
+def test_invariants(scenario: Scenario) -> None:
+    result = simulate(scenario)
+    assert result == simulate(scenario)
+    pools_by_name = {p.name: p for p in scenario.pools}
+    runners = {r.name: r for r in scenario.runners}
+    specs = {j.id: j for j in scenario.jobs}
+    assert [j.id for j in result.jobs] == sorted(specs)
+    assert sum(result.failed_by_reason.values()) == len(result.failed)
+    for j in result.jobs:
+        _check_job(j, specs[j.id], pools_by_name[j.pool], runners)
+    for p in result.pools:
+        assert p.peak_nodes <= pools_by_name[p.name].max_nodes
+    # No node ever runs more jobs than its slots.
+    by_node: dict[str, list[tuple[Fraction, int]]] = {}
+    for j in result.jobs:
+        if j.started is not None and j.node is not None:
+            by_node.setdefault(j.node, []).extend([(j.started, 1), (j.finished, -1)])
+    for node, changes in by_node.items():
+        running = 0
+        for _, delta in sorted(changes):
+            running += delta
+            assert running <= pools_by_name[node.rsplit("-", 1)[0]].slots_per_node
+    # One runner, one burst, no upgrade: it takes its jobs in id order.
+    if len(scenario.runners) == 1 and not scenario.upgrades and all(j.created_minute == 0 for j in scenario.jobs):
+        taken = [j.taken for j in result.jobs if j.taken is not None]
+        assert taken == sorted(taken)
