@@ -69,8 +69,10 @@ executor, kube-scheduler, the cluster-autoscaler and the NVIDIA device plugin; d
 
 Bounded by construction: at most MAX_JOBS jobs (and the other MAX_* caps, checked before anything runs,
 ValueError naming the field); every job yields a bounded number of events (created, drop, poll and job
-deadlines, a finish rescheduled at most 2 x slots-per-GPU times), a node is created only for a Pending pod
-not yet covered by a booting node (so at most one per job), and an upgrade yields at most two events.
+deadlines; its start and its end each re-rate at most the MAX_SLOTS_PER_GPU jobs on its GPU), a node is
+created only for a Pending pod not yet covered by a booting node (so at most one per job), and an upgrade
+yields at most one manager start per runner. A run at the caps takes seconds; the design pipeline, a
+millisecond. An internal event budget turns a broken invariant into a RuntimeError rather than a hang.
 """
 
 from __future__ import annotations

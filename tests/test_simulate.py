@@ -141,6 +141,9 @@ def test_per_pool_yaml_timeline_and_bill() -> None:
     assert compile_pool.eur == 75 * L4 / 60
     assert training.eur == 238 * L40S / 60
     assert result.eur == compile_pool.eur + training.eur
+    report = result.as_json()
+    assert (report["failed"], report["makespan_minutes"], report["eur"]) == (0, 232.6, 6.814978)
+    assert [p["node_minutes"] for p in report["pools"]] == [75, 238]  # type: ignore[attr-defined]
 
 
 def test_recreate_upgrade_drains_then_starts_the_new_manager() -> None:
