@@ -57,7 +57,7 @@ def test_every_key_of_the_spec_has_a_description() -> None:
 def test_rows_carry_type_default_constraints_and_docstring() -> None:
     rows = _rows(config_reference())
     assert rows["region"][1:4] == ["string", "`fr-par`", "one of `fr-par`, `nl-ams`, `pl-waw`"]
-    assert rows["pools.<pool>.gpu_sharing.replicas"][1:4] == ["integer", "none", "≥ 0"]
+    assert rows["pools.<pool>.max_size"][1:3] == ["integer", "`1`"]
     assert rows["cluster.auto_upgrade.maintenance_window_start_hour"][3] == "≥ 0, ≤ 23"
     assert rows["workload.profiles.<profile>.gpu_utilization"][3] == "> 0, ≤ 1"
     assert rows["profiles.<profile>.families"][2:4] == ["**required**", "at least 1 item"]
@@ -88,3 +88,14 @@ def test_docs_command_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["docs", "--check", "--out", str(out)]) == 0
     out.write_text(config_reference().replace("`fr-par`", "`nl-ams`", 1), encoding="utf-8")
     assert main(["docs", "--check", "--out", str(out)]) == 1
+
+
+def test_a_choice_of_objects_gets_a_section_per_variant() -> None:
+    """`gpu_sharing` is one of three shapes, told apart by `strategy`: each has its own table."""
+    text = config_reference()
+    row = _rows(text)["pools.<pool>.gpu_sharing"]
+    assert row[1] == "object, by `strategy`: `strategy: none`, `strategy: time-slicing`, `strategy: mps`"
+    assert row[2] == "`{strategy: none}`"
+    for variant in ("none", "time-slicing", "mps"):
+        assert f"### `pools.<pool>.gpu_sharing` with `strategy: {variant}`" in text
+    assert "| `pools.<pool>.gpu_sharing.strategy` | string | **required** | `mps` |" in text

@@ -111,6 +111,13 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
     rows, nested = [], []
     for name, field in model.model_fields.items():
         key = f"{prefix}{name}"
+        variants = _variants(field)
+        if variants:
+            tag = field.discriminator
+            choices = ", ".join(f"`{tag}: {label}`" for label, _ in variants)
+            rows.append((key, f"object, by `{tag}`: {choices}", _default(field), "", _description(field)))
+            nested += [(variant, key, f"`{key}` with `{tag}: {label}`") for label, variant in variants]
+            continue
         inner, kind = _inner_model(field.annotation)
         if inner is not None and kind == "map":
             key_of_map = f"{key}.{MAP_KEYS.get(name, '<name>')}"
@@ -123,15 +130,15 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
         if inner is not None and inner in documented:
             shape = f"object, the fields of `{documented[inner]}`"
         elif inner is not None and target is not None:
-            nested.append((inner, target))
+            nested.append((inner, target, f"`{target}`"))
         rows.append((key, shape, _default(field), _constraints(field), _description(field)))
     doc = " ".join((model.__doc__ or "").split())
     lines = [f"### {title}\n", f"{doc}\n" if doc else "", "| key | type | default | constraints | description |"]
     lines.append("|---|---|---|---|---|")
     lines += ["| " + " | ".join(_cell(c) for c in (f"`{r[0]}`", *r[1:])) + " |" for r in rows]
     sections.append("\n".join(line for line in lines if line) + "\n")
-    for inner, target in nested:
-        _walk(inner, f"{target}.", f"`{target}`", sections, documented)
+    for inner, target, heading in nested:
+        _walk(inner, f"{target}.", heading, sections, documented)
 
 
 def _inner_model(annotation: Any) -> tuple[type[BaseModel] | None, Literal["object", "map"] | None]:
@@ -144,6 +151,18 @@ def _inner_model(annotation: Any) -> tuple[type[BaseModel] | None, Literal["obje
         if isinstance(value, type) and issubclass(value, BaseModel):
             return value, "map"
     return None, None
+
+
+def _variants(field: FieldInfo) -> list[tuple[str, type[BaseModel]]]:
+    """A discriminated union of models (`gpu_sharing`): (tag value, model) per variant; [] for other fields."""
+    tag = field.discriminator
+    if not isinstance(tag, str) or typing.get_origin(field.annotation) not in (typing.Union, UnionType):
+        return []
+    variants = []
+    for model in typing.get_args(field.annotation):
+        (label,) = typing.get_args(model.model_fields[tag].annotation)
+        variants.append((str(label), model))
+    return variants
 
 
 def _without_none(annotation: Any) -> Any:
@@ -180,7 +199,8 @@ def _constraints(field: FieldInfo) -> str:
     parts = []
     annotation = _without_none(field.annotation)
     if typing.get_origin(annotation) is Literal:
-        parts.append("one of " + ", ".join(f"`{a}`" for a in typing.get_args(annotation)))
+        choices = typing.get_args(annotation)
+        parts.append(f"`{choices[0]}`" if len(choices) == 1 else "one of " + ", ".join(f"`{a}`" for a in choices))
     symbols = {
         annotated_types.Ge: ("≥", "ge"),
         annotated_types.Gt: (">", "gt"),
@@ -210,6 +230,9 @@ def _value(value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, BaseModel):
+        if value.model_fields_set:  # a chosen variant (gpu_sharing's `strategy: none`): show what it sets
+            shown = ", ".join(f"{k}: {v}" for k, v in value.model_dump(include=value.model_fields_set).items())
+            return f"`{{{shown}}}`"
         return "its defaults"
     if isinstance(value, bool):
         return f"`{str(value).lower()}`"
