@@ -89,6 +89,9 @@ Besides each key's own constraints, `load_spec` checks, before anything is regis
 - pool labels are valid and do not use a reserved prefix (`k8s.scaleway.com/`, `kubernetes.io/`, `k8s.io/`,
   `node.kubernetes.io/`, `nvidia.com/`);
 - the runner's default pool is one a profile targets; the manager pool exists, is always-on and has no GPU;
+- each runner (one per GPU pool a profile targets) has at least one job slot, a Helm release name of at
+  most 53 characters, and a `poll_timeout` (cold start + margin) below the job timeout; the default tags and
+  each template's tags are held by exactly one runner, its pool's (`pool_tags` must not hold all of `tags`);
 - a group runner scope or group variables name `gitlab.group`, and the project is in it;
 - CI variable names are valid and do not shadow what gpu-ci derives (`REGISTRY`), the routing
   (`KUBERNETES_*`) or GitLab's predefined variables (`CI_*`, `GITLAB_*`);
