@@ -207,16 +207,27 @@ class CiHistory:
     jobs: list[dict[str, Any]] = field(default_factory=list)
     rate_limit: int = 0
     retry_after: int = 0
+    runners: dict[int, list[str]] = field(default_factory=dict)
+    """Runner id to its tags, served by `GET /runners/:id` to `runner_readers` (GitLab: Maintainers)."""
+    runner_readers: frozenset[str] = frozenset()
 
 
 _PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
 _PROJECT_JOBS = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs$")
+_RUNNER = re.compile(r"^/api/v4/runners/(?P<runner>\d+)$")
 
 
 def route_ci_history(
     history: CiHistory, handler: _Handler, method: str, path: str
 ) -> tuple[int, Any, dict[str, str]] | None:
-    """The answer to a project or jobs request, or None for a path this block does not serve."""
+    """The answer to a project, jobs or runner request, or None for a path this block does not serve."""
+    if method == "GET" and (runner := _RUNNER.match(path)):
+        runner_id = int(runner["runner"])
+        if runner_id not in history.runners:
+            return 404, {"message": "404 Runner Not Found"}, {}
+        if handler.headers.get("PRIVATE-TOKEN") not in history.runner_readers:
+            return 403, {"message": "403 Forbidden - No access granted"}, {}
+        return 200, {"id": runner_id, "description": f"runner {runner_id}", "tag_list": history.runners[runner_id]}, {}
     match = _PROJECT.match(path) or _PROJECT_JOBS.match(path)
     if method != "GET" or match is None:
         return None

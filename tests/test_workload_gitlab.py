@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fake_gitlab import CiHistory, FakeGitLab, Token, running
-from workload_history import POLL_TIMEOUT_SECONDS, Figures, build_history
+from workload_history import POLL_TIMEOUT_SECONDS, RUNNERS, Figures, build_history
 
 from infra.__main__ import main
 from infra.config.platform import load_spec
@@ -254,6 +254,31 @@ def test_jobs_that_are_not_training_are_counted_apart_and_nothing_is_written(
     assert out == ""
     assert "none of the 28 jobs is a training job" in err
     assert before_equals_after(stack)
+
+
+def test_runners_known_only_by_their_tags_map_jobs_when_the_token_may_read_them(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing in these jobs names a profile but the tags of the runner that ran them (GET /runners/:id)."""
+    anonymous = [
+        {**job, "name": "nightly", "tag_list": [], "runner": job["runner"] and {**job["runner"], "description": "k8s"}}
+        for job in HISTORY
+    ]
+    gitlab.ci_history = _history(jobs=anonymous)
+    gitlab.ci_history.runners = {runner["id"]: runner["tags"] for runner in RUNNERS.values()}
+    assert _run(stack, gitlab) == 0
+    out, err = capsys.readouterr()
+    assert "none of the" in err
+    assert "note: the tags of 3 of 3 runners are not readable (403 Forbidden - No access granted; GitLab" in err
+    assert out == ""
+
+    gitlab.ci_history.runner_readers = frozenset({"reader"})
+    assert _run(stack, gitlab) == 0
+    profiles = yaml.safe_load(capsys.readouterr().out)["workload"]["profiles"]
+    assert profiles["rl"]["jobs_per_day"] == FIGURES.rl_per_day
+    assert profiles["supervised"]["jobs_per_day"] == FIGURES.supervised_per_day
+    runner_requests = sorted(r.path for r in gitlab.requests if r.path.startswith("/api/v4/runners/"))
+    assert runner_requests == sorted(["/api/v4/runners/3", "/api/v4/runners/11", "/api/v4/runners/12"] * 2)
 
 
 def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise() -> None:

@@ -102,13 +102,17 @@ def _from_gitlab(
     except ReadError as err:
         return _fail(str(err), err.exit_code)
     days = observed_days(source.since, source.until, history.created_at)
-    measurement = measure(history.jobs, routing_of(spec), source.since, source.until, days)
+    measurement = measure(
+        history.jobs, routing_of(spec), source.since, source.until, days, runner_tags=history.runner_tags
+    )
     if measurement.seen == 0:
         print(
             f"workload: no job in {history.project} in the last {source.days} days: nothing measured", file=sys.stderr
         )
         return 0
     sys.stderr.write(render_report(measurement, history.project, poll_timeout_seconds(spec)))
+    if history.runner_note:
+        print(f"note: {history.runner_note}", file=sys.stderr)
     if measurement.training_jobs == 0:
         print(
             f"workload: none of the {measurement.seen} jobs is a training job (no profile's runner, tags or "

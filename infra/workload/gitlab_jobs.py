@@ -45,6 +45,10 @@ class History:
     jobs: list[dict[str, Any]] = field(default_factory=list)
     pages: int = 0
     rate_limited: int = 0
+    runner_tags: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """Tags of the runners that ran the jobs, where the token may read them (`GET /runners/:id`)."""
+    runner_note: str = ""
+    """Why runner tags are missing, if they are."""
 
 
 class Progress:
@@ -145,6 +149,7 @@ def read_history(
             if oldest < since:
                 break
         progress.done()
+        _read_runner_tags(client, history, max_retries)
         history.rate_limited = notice.count
         return history
     except GitlabAuthenticationError as err:
@@ -157,6 +162,30 @@ def read_history(
         raise ReadError(f"cannot reach GitLab at {url}: {err}", exit_code=1) from None
     finally:
         progress.done()
+
+
+def _read_runner_tags(client: gitlab.Gitlab, history: History, max_retries: int) -> None:
+    """Each runner's tags (one request per runner): with one runner per pool they name the pool.
+
+    GitLab shows a project runner's details to Maintainers only; a Reporter's token gets 403, and the
+    runners are then known by their description alone (the job list carries no runner tags).
+    """
+    ids = sorted({job["runner"]["id"] for job in history.jobs if job.get("runner") and "id" in job["runner"]})
+    refused: list[str] = []
+    for runner_id in ids:
+        try:
+            runner = client.runners.get(runner_id, max_retries=max_retries)
+        except GitlabError as err:
+            if err.response_code not in (403, 404):
+                raise
+            refused.append(_status(err))
+            continue
+        history.runner_tags[runner_id] = tuple(runner.attributes.get("tag_list") or ())
+    if refused:
+        history.runner_note = (
+            f"the tags of {len(refused)} of {len(ids)} runners are not readable ({refused[0]}; GitLab shows a "
+            "project runner's details to Maintainers): those runners are known by their description"
+        )
 
 
 def _explain(err: GitlabError, url: str, project: str, max_retries: int) -> tuple[str, int]:

@@ -38,6 +38,7 @@ class Job:
     failure_reason: str | None = None
     tags: tuple[str, ...] = ()
     runner_description: str | None = None
+    runner_id: int | None = None
     pipeline_id: int | None = None
     stage: str = ""
 
@@ -56,12 +57,14 @@ class Job:
             failure_reason=data.get("failure_reason"),
             tags=tuple(data.get("tag_list") or ()),
             runner_description=runner.get("description") if runner else None,
+            runner_id=runner.get("id") if runner else None,
             pipeline_id=pipeline.get("id"),
             stage=str(data.get("stage") or ""),
         )
 
-    def facts(self) -> JobFacts:
-        return JobFacts(self.name, self.tags, self.runner_description)
+    def facts(self, runner_tags: Mapping[int, tuple[str, ...]] | None = None) -> JobFacts:
+        tags = (runner_tags or {}).get(self.runner_id, ()) if self.runner_id is not None else ()
+        return JobFacts(self.name, self.tags, self.runner_description, tags)
 
 
 def parse_time(text: str) -> datetime:
@@ -135,9 +138,17 @@ class Measurement:
 
 
 def measure(
-    jobs: Iterable[Mapping[str, Any] | Job], routing: Routing, since: datetime, until: datetime, days: float
+    jobs: Iterable[Mapping[str, Any] | Job],
+    routing: Routing,
+    since: datetime,
+    until: datetime,
+    days: float,
+    *,
+    runner_tags: Mapping[int, tuple[str, ...]] | None = None,
 ) -> Measurement:
-    """Sort the window's jobs (created in [since, until)) into profiles and sum them up."""
+    """Sort the window's jobs (created in [since, until)) into profiles and sum them up.
+
+    `runner_tags`: the tags of the runners (by id) where they could be read; the job list has none."""
     figures = {p.name: ProfileFigures(p.name) for p in routing.profiles}
     other = ProfileFigures(NOT_TRAINING)
     result = Measurement(since, until, days, figures, other)
@@ -148,7 +159,7 @@ def measure(
         result.seen += 1
         if job.status not in FINISHED:
             continue
-        name = profile_of(job.facts(), routing)
+        name = profile_of(job.facts(runner_tags), routing)
         target = figures[name] if name is not None else other
         if job.status == "failed":
             target.failures[job.failure_reason or "unknown_failure"] += 1
