@@ -131,8 +131,8 @@ def _from_gitlab(
         return 0
     header = (
         f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
-        f"({measurement.training_jobs} training jobs): replaces `workload:` under {config.project}:platform "
-        f"in {path.name} (or run with --write)"
+        f"({measurement.training_jobs} training jobs)\n"
+        f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
     )
     sys.stdout.write(stack_file.section_text(section, header))
     return 0

@@ -171,20 +171,21 @@ def _read_runner_tags(client: gitlab.Gitlab, history: History, max_retries: int)
     runners are then known by their description alone (the job list carries no runner tags).
     """
     ids = sorted({job["runner"]["id"] for job in history.jobs if job.get("runner") and "id" in job["runner"]})
-    refused: list[str] = []
+    refused: list[tuple[int | None, str]] = []
     for runner_id in ids:
         try:
             runner = client.runners.get(runner_id, max_retries=max_retries)
         except GitlabError as err:
             if err.response_code not in (403, 404):
                 raise
-            refused.append(_status(err))
+            refused.append((err.response_code, _status(err)))
             continue
         history.runner_tags[runner_id] = tuple(runner.attributes.get("tag_list") or ())
     if refused:
+        why = "; GitLab shows a project runner's details to Maintainers" if any(c == 403 for c, _ in refused) else ""
         history.runner_note = (
-            f"the tags of {len(refused)} of {len(ids)} runners are not readable ({refused[0]}; GitLab shows a "
-            "project runner's details to Maintainers): those runners are known by their description"
+            f"the tags of {len(refused)} of {len(ids)} runners are not readable ({refused[0][1]}{why}): "
+            "those runners are known by their description"
         )
 
 

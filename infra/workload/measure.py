@@ -302,6 +302,8 @@ def render_report(measurement: Measurement, project: str, poll_timeout_seconds: 
     text += (
         f"\nbursts: {len(pipelines)} pipelines with a training job, {measurement.bursts_per_day:.1f} per day\n"
         "durations are of successful jobs; jobs/day counts every job a runner took (failed ones too)\n"
+        "a duration includes the pod's wait for a node, and a job that shared its GPU ran slower: "
+        "see docs/workload.md\n"
     )
     if any(RUNNER_SYSTEM_FAILURE in p.failures for p in measurement.profiles.values()):
         waited = f" ({poll_timeout_seconds} s here)" if poll_timeout_seconds else ""
