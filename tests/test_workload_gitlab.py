@@ -233,6 +233,14 @@ def before_equals_after(stack: Path) -> bool:
     return stack.read_text(encoding="utf-8") == (PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
 
 
+def test_an_unreachable_gitlab_is_one_line_and_exit_1(stack: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with running(FakeGitLab()) as closed:
+        url = closed.url
+    assert main(["workload", "--from-gitlab", "--config", str(stack), "--gitlab-url", url]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: cannot reach GitLab at {url}: ")
+
+
 def test_a_project_without_jobs_says_so_and_writes_nothing(
     stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -134,13 +134,12 @@ def read_history(
             str(remote.attributes.get("path_with_namespace") or project), parse_time(created) if created else None
         )
         listing = remote.jobs.list(iterator=True, per_page=per_page, scope=list(SCOPES), max_retries=max_retries)
-        page = None
         for job in listing:
             attributes = job.attributes
             history.jobs.append(attributes)
             oldest = parse_time(attributes["created_at"])
-            if listing.current_page != page:
-                page = listing.current_page
+            if len(history.jobs) % per_page == 1 or per_page == 1:
+                # Every page but the last holds `per_page` jobs: this is the first job of a new page.
                 history.pages += 1
                 progress(
                     f"reading jobs of {history.project}: page {history.pages}, "
