@@ -314,3 +314,7 @@ def test_a_missing_token_or_source_is_one_line(
     assert capsys.readouterr().err.startswith("error: $GITLAB_TOKEN is not set")
     assert main(["workload", "--config", str(stack)]) == 2
     assert "--from-gitlab" in capsys.readouterr().err
+    assert main(["workload", "--from-gitlab", "--config", str(stack), "--until", "30/11/2026"]) == 2
+    assert capsys.readouterr().err.startswith("error: --until '30/11/2026': not an ISO date")
+    assert main(["workload", "--from-gitlab", "--config", str(stack), "--days", "0"]) == 2
+    assert capsys.readouterr().err == "error: --days 0: give at least 1 day\n"

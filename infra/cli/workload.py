@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -84,7 +84,7 @@ class GitlabSource:
 
     url: str
     project: str
-    token: str
+    token: str = field(repr=False)
     since: datetime
     until: datetime
     days: int
