@@ -21,8 +21,8 @@ from workload_history import POLL_TIMEOUT_SECONDS, RUNNERS, Figures, build_histo
 
 from infra.__main__ import main
 from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
-from infra.routing import poll_timeout_seconds
 from infra.workload.gitlab_jobs import Progress
 
 UNTIL = datetime(2026, 11, 30, tzinfo=UTC)
@@ -106,7 +106,7 @@ def test_the_measured_workload_gives_back_the_figures_the_history_was_built_from
     assert "1 runner_system_failure, 1 script_failure, 1 stuck_or_timeout_failure" in rows["supervised"]
     assert rows["not a training job"].split()[4:7] == ["28", "2.0", "1.0"]
     assert "bursts: 28 pipelines with a training job, 2.0 per day" in err
-    assert poll_timeout_seconds(load_spec(platform)) == POLL_TIMEOUT_SECONDS
+    assert {r.poll_timeout_seconds for r in load_platform(platform).runners.values()} == {POLL_TIMEOUT_SECONDS}
     assert f"waited past the runner's poll_timeout ({POLL_TIMEOUT_SECONDS} s here)" in err
     assert "profiles.rl.minutes_per_job          30       25.0      25" in err
     assert "not measurable from GitLab" in err

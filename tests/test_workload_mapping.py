@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
 from infra.workload.mapping import JobFacts, ProfileKey, Routing, RunnerKey, name_tokens, profile_of, routing_of
 from infra.workload.measure import Job, measure, observed_days, percentile
@@ -70,15 +70,17 @@ def test_name_tokens_keep_words_and_their_underscore_parts() -> None:
     assert name_tokens("hyperopt_ppo: [1]") == {"hyperopt_ppo", "hyperopt", "ppo", "1"}
 
 
-def test_the_dev_stack_routes_by_family_while_one_runner_serves_every_pool() -> None:
-    routing = routing_of(load_spec(load_stack_config("dev").get("platform")))
-    # One runner, same tags on every template: neither decides, the family does.
-    assert {p.tags for p in routing.profiles} == {("kapsule", "gpu")}
-    assert profile_of(JobFacts("train-validate-tft", ("kapsule", "gpu"), "gpu-ci: Kapsule GPU runner"), routing) == (
-        "supervised"
-    )
-    assert profile_of(JobFacts("hyperopt-ppo", ("kapsule", "gpu")), routing) == "rl"
-    assert profile_of(JobFacts("lint", ("kapsule", "gpu")), routing) is None
+def test_the_dev_stack_routes_by_runner_then_by_template_tags_then_by_family() -> None:
+    routing = routing_of(load_platform(load_stack_config("dev").get("platform")))
+    assert [(p.name, p.tags) for p in routing.profiles] == [
+        ("rl", ("kapsule", "gpu")),
+        ("supervised", ("kapsule", "ci-training")),
+    ]
+    runner = "gpu-ci: Kapsule GPU runner (managed by Pulumi) - pool ci-training"
+    assert profile_of(JobFacts("train-validate-dqn", ("kapsule", "ci-training"), runner), routing) == "supervised"
+    assert profile_of(JobFacts("nightly", ("kapsule", "gpu"), "old-l40s-box"), routing) == "rl"
+    assert profile_of(JobFacts("hyperopt-tft", (), "old-l40s-box"), routing) == "supervised"
+    assert profile_of(JobFacts("lint", (), "shared-runners-manager-3"), routing) is None
 
 
 def test_percentile_is_nearest_rank() -> None:

@@ -21,11 +21,19 @@ QUEUED = (4, 4, 4, 4, 4, 4, 4, 4, 4, 30, 30, 90)
 RL_JOBS = ("train-validate-dqn", "train-validate-ppo", "hyperopt-dqn", "hyperopt-ppo")
 SUPERVISED_FAMILIES = ("tft", "mamba2", "tggn", "tlob", "liquid", "kan", "xlstm", "diffusion")
 RUNNERS = {
-    "rl": {"id": 11, "description": "gpu-ci ci-compile runner", "tags": ["ci-compile", "gpu", "kapsule"]},
-    "supervised": {"id": 12, "description": "gpu-ci ci-training runner", "tags": ["ci-training", "kapsule"]},
+    "rl": {
+        "id": 11,
+        "description": "gpu-ci: Kapsule GPU runner (managed by Pulumi) - pool ci-compile",
+        "tags": ["ci-compile", "gpu", "kapsule"],
+    },
+    "supervised": {
+        "id": 12,
+        "description": "gpu-ci: Kapsule GPU runner (managed by Pulumi) - pool ci-training",
+        "tags": ["ci-training", "kapsule"],
+    },
     None: {"id": 3, "description": "shared-runners-manager-3", "tags": []},
 }
-POLL_TIMEOUT_SECONDS = 900
+POLL_TIMEOUT_SECONDS = 1500
 """The dev stack's poll_timeout: a job pod that waits longer for a node fails with runner_system_failure."""
 
 

@@ -18,9 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from infra.config.errors import SpecError
-from infra.config.platform import PlatformSpec, load_spec
+from infra.model import Platform, load_platform
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig, load_stack_config
-from infra.routing import poll_timeout_seconds
 from infra.workload.mapping import routing_of
 from infra.workload.measure import (
     measure,
@@ -57,7 +56,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     path = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
     try:
         config = load_stack_config(args.stack, path=args.config)
-        spec = load_spec(config.get("platform"))
+        platform = load_platform(config.get("platform"))
     except (FileNotFoundError, SpecError) as err:
         return _fail(str(err))
     if not args.from_gitlab:
@@ -71,11 +70,11 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     token = env.get(TOKEN_VARIABLE, "")
     if not token:
         return _fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
-    url = args.gitlab_url or spec.gitlab.url
-    project = args.project or spec.gitlab.project
+    url = args.gitlab_url or platform.spec.gitlab.url
+    project = args.project or platform.spec.gitlab.project
     since = until - timedelta(days=args.days)
 
-    return _from_gitlab(args, config, spec, path, GitlabSource(url, project, token, since, until, args.days))
+    return _from_gitlab(args, config, platform, path, GitlabSource(url, project, token, since, until, args.days))
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ class GitlabSource:
 
 
 def _from_gitlab(
-    args: argparse.Namespace, config: StackConfig, spec: PlatformSpec, path: Path, source: GitlabSource
+    args: argparse.Namespace, config: StackConfig, platform: Platform, path: Path, source: GitlabSource
 ) -> int:
     # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
     from infra.workload import stack_file  # noqa: PLC0415
@@ -103,14 +102,18 @@ def _from_gitlab(
         return _fail(str(err), err.exit_code)
     days = observed_days(source.since, source.until, history.created_at)
     measurement = measure(
-        history.jobs, routing_of(spec), source.since, source.until, days, runner_tags=history.runner_tags
+        history.jobs, routing_of(platform), source.since, source.until, days, runner_tags=history.runner_tags
     )
     if measurement.seen == 0:
         print(
             f"workload: no job in {history.project} in the last {source.days} days: nothing measured", file=sys.stderr
         )
         return 0
-    sys.stderr.write(render_report(measurement, history.project, poll_timeout_seconds(spec)))
+    sys.stderr.write(
+        render_report(
+            measurement, history.project, {pool: r.poll_timeout_seconds for pool, r in platform.runners.items()}
+        )
+    )
     if history.runner_note:
         print(f"note: {history.runner_note}", file=sys.stderr)
     if measurement.training_jobs == 0:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
+    from infra.model import Platform
 
 _NAME_SPLIT = re.compile(r"[^a-z0-9_]+")
 _WORD_SPLIT = re.compile(r"[^a-z0-9-]+")
@@ -61,17 +61,20 @@ class JobFacts:
     runner_tags: tuple[str, ...] = ()
 
 
-def routing_of(spec: PlatformSpec) -> Routing:
-    """The adapter from the stack spec: the one place that knows where tags and runners come from.
+def routing_of(platform: Platform) -> Routing:
+    """The adapter from the derived model: the one place that knows where tags and runners come from.
 
-    Today one runner (tags `runner.tags`) serves every pool, so every template carries the same tags and
-    no runner identifies a pool: steps 1 and 2 cannot decide and the job's name does.
+    One runner per GPU pool: its description ends with its pool's name and its tags hold it, and each
+    profile's template carries tags exactly one runner holds.
     """
-    tags = tuple(spec.runner.tags)
     profiles = tuple(
-        ProfileKey(name, profile.pool, tuple(profile.families), tags) for name, profile in sorted(spec.profiles.items())
+        ProfileKey(name, profile.pool, tuple(profile.families), tuple(profile.tags))
+        for name, profile in sorted(platform.profiles.items())
     )
-    return Routing(profiles=profiles, runners=(), pools=tuple(sorted(spec.pools)))
+    runners = tuple(
+        RunnerKey(runner.pool, runner.description, tuple(runner.tags)) for _, runner in sorted(platform.runners.items())
+    )
+    return Routing(profiles=profiles, runners=runners, pools=tuple(sorted(platform.pools)))
 
 
 def name_tokens(name: str) -> frozenset[str]:

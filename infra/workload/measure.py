@@ -275,8 +275,10 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     return "".join(line.rstrip() + "\n" for line in lines)
 
 
-def render_report(measurement: Measurement, project: str, poll_timeout_seconds: int | None = None) -> str:
-    """The measured figures per profile, the other jobs, bursts per day, and what failures usually mean."""
+def render_report(measurement: Measurement, project: str, poll_timeouts: Mapping[str, int] | None = None) -> str:
+    """The measured figures per profile, the other jobs, bursts per day, and what failures usually mean.
+
+    `poll_timeouts`: each runner's poll_timeout in seconds, by pool."""
     days = measurement.days
     head = (
         f"{project}: {measurement.seen} jobs created {measurement.since:%Y-%m-%d %H:%M} .. "
@@ -306,12 +308,20 @@ def render_report(measurement: Measurement, project: str, poll_timeout_seconds: 
         "see docs/workload.md\n"
     )
     if any(RUNNER_SYSTEM_FAILURE in p.failures for p in measurement.profiles.values()):
-        waited = f" ({poll_timeout_seconds} s here)" if poll_timeout_seconds else ""
+        waited = _poll_timeouts(poll_timeouts or {})
         text += (
             f"note: {RUNNER_SYSTEM_FAILURE} is usually a job pod that waited past the runner's poll_timeout{waited} "
             "for a node: a GPU pool scaling up from zero took longer, or no node could be added\n"
         )
     return text
+
+
+def _poll_timeouts(seconds: Mapping[str, int]) -> str:
+    if not seconds:
+        return ""
+    if len(set(seconds.values())) == 1:
+        return f" ({next(iter(seconds.values()))} s here)"
+    return " (" + ", ".join(f"{pool}: {value} s" for pool, value in sorted(seconds.items())) + ")"
 
 
 def render_comparison(figures: list[Figure]) -> str:
