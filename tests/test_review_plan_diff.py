@@ -162,7 +162,8 @@ def test_secrets_never_appear_in_the_diff(
     files = {}
     for side, platform in (("base", dev_platform), ("head", head_platform)):
         stack_file = tmp_path / f"Pulumi.{side}.yaml"
-        stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": platform}}), encoding="utf-8")
+        document = {"config": {"gpu-ci:platform": platform, **_secure(dev_stack)}}
+        stack_file.write_text(yaml.safe_dump(document), encoding="utf-8")
         assert main(["plan", "--json", "--config", str(stack_file)]) == 0
         files[side] = tmp_path / f"{side}.json"
         files[side].write_text(capsys.readouterr().out, encoding="utf-8")
@@ -183,3 +184,8 @@ def test_cli_names_a_file_that_is_not_a_plan(tmp_path: Path, capsys: pytest.Capt
     assert capsys.readouterr().err.startswith(f"error: {bad}: not JSON")
     assert main(["plan-diff", str(good), str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def _secure(stack: StackConfig) -> dict[str, Any]:
+    """The stack's encrypted entries as the stack file holds them (the registry pull key)."""
+    return {key: {"secure": "v1:bm9uY2U=:Y2lwaGVy"} for key in stack.secret_keys}

@@ -18,6 +18,7 @@ from infra.cloud.names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, RE
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.cloud.runner import GitlabRunner, GitlabRunnerArgs
 from infra.config.platform import PlatformSpec
+from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
 from infra.cost import cost_report
 from infra.render.device_plugin import pool_labels
 
@@ -29,7 +30,10 @@ def build_platform(spec: PlatformSpec, secrets: Mapping[str, pulumi.Input[str]] 
     by `__main__.py` as Pulumi secrets.
     """
     kapsule = KapsuleCluster(COMPONENT_NAME, KapsuleClusterArgs(spec=spec, extra_pool_labels=pool_labels(spec)))
-    registry = ContainerRegistry(REGISTRY_COMPONENT, ContainerRegistryArgs(spec=spec))
+    registry = ContainerRegistry(
+        REGISTRY_COMPONENT,
+        ContainerRegistryArgs(spec=spec, pull_secret_key=(secrets or {}).get(REGISTRY_PULL_SECRET_CONFIG)),
+    )
     runner = GitlabRunner(
         RUNNER_COMPONENT,
         GitlabRunnerArgs(
