@@ -120,7 +120,7 @@ def test_long_diffs_are_truncated_with_a_pointer_to_the_job_log() -> None:
 def test_offline_note_says_what_it_cannot_see() -> None:
     body = render_note(NoteInput("dev", "Resources:\n    + 1 to create\n", offline=True))
     assert "**Offline plan diff**: 1 to create." in body
-    assert "cannot tell an in-place update from a replacement" in body
+    assert "a replacement decided from the cloud's state shows only in the `preview` job" in body
 
 
 def test_no_changes_note_replaces_a_stale_diff() -> None:

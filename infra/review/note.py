@@ -145,8 +145,9 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
             "",
             "This pipeline has no cloud credentials (a fork, or a branch that does not receive the protected "
             "variables), so this compares what the program would register at the base and at this commit "
-            "(`python -m infra plan --json`, under mocks), not the cloud's state: it cannot tell an in-place "
-            "update from a replacement. The `preview` job on the default branch shows that before `up`.",
+            "(`python -m infra plan --json`, under mocks), not the cloud's state. Changes of fields the providers "
+            "replace on are marked `+-` (replace); a replacement decided from the cloud's state shows only in "
+            "the `preview` job on the default branch, before `up`.",
         ]
     shown, shown_lines, total_lines = clip(clean(note.text), max_lines, max_chars)
     title = "Offline plan diff" if note.offline else "<code>pulumi preview --diff</code>"
