@@ -100,7 +100,7 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     assert _git(repo, "status", "--porcelain", "--untracked-files=no") == ""
 
     [note] = gitlab.notes_of(42, 7)
-    assert note["body"].startswith(marker("dev"))
+    assert note["body"].startswith(marker("dev", "offline"))
     assert f"**Offline plan diff** at commit `{head[:8]}`: 2 to update, {unchanged} unchanged" in note["body"]
     assert "ci-training  L40S-1-48G  fr-par-2  0-2" in note["body"]  # the head's capacity report
     assert f"created note {note['id']}" in result.stdout
