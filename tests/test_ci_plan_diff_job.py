@@ -71,6 +71,7 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
         "NO_PROXY": "127.0.0.1",
         **{k: str(v) for k, v in ci["variables"].items() if not str(v).startswith("$")},
         **ci["plan-diff"]["variables"],
+        "PULUMI_STACK": ci[".stacks"]["parallel"]["matrix"][0]["PULUMI_STACK"][0],  # the job's matrix
         "CI_PIPELINE_SOURCE": "merge_request_event",
         "CI_SERVER_URL": gitlab.url,
         "CI_MERGE_REQUEST_PROJECT_ID": "42",
