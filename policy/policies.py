@@ -596,41 +596,6 @@ def namespace_pod_security(args: ResourceValidationArgs, report_violation: Repor
         )
 
 
-def helm_release_atomic(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Every Helm release is atomic with a timeout: a failed upgrade rolls back instead of leaving it half-done.
-    A runner release may instead skip the await (`skipAwait: true`) with the Deployment strategy `Recreate`.
-
-    Why: a non-atomic failed upgrade leaves a broken release until someone runs Helm by hand; the timeout
-    bounds how long `pulumi up` waits. The runner's manager drains for up to the job timeout on an upgrade:
-    awaited, that blocks `pulumi up` for hours and Helm rolls back a healthy drain. Unawaited, `Recreate`
-    makes the old manager finish its jobs before the new one starts (no two managers with one token).
-    """
-    if args.resource_type != HELM_RELEASE_TYPE:
-        return
-    props, where = args.props, f"Helm release '{_name(args)}' (chart {_show(_known(args.props, 'chart'))})"
-    if _runner_release(args) and props.get("skipAwait") is True:
-        values = props.get("values")
-        strategy = _known(values, "strategy", "type")
-        if strategy != "Recreate":
-            report_violation(
-                f"{where}: skipAwait=True with values.strategy.type={_show(strategy)}: an unawaited runner "
-                "release needs strategy {type: Recreate}, so the old manager drains before the new one starts",
-                None,
-            )
-        return
-    if props.get("atomic") is not True:
-        report_violation(
-            f"{where}: atomic={_show(props.get('atomic'))}: set atomic: true so a failed upgrade rolls back"
-            + (" (or, for the runner chart, skipAwait: true with strategy Recreate)" if _runner_release(args) else ""),
-            None,
-        )
-    timeout = props.get("timeout")
-    if not isinstance(timeout, int | float) or timeout <= 0:
-        report_violation(
-            f"{where}: timeout={_show(timeout)}: set a timeout (seconds) after which the release rolls back", None
-        )
-
-
 def runner_rbac_namespaced(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """The runner's RBAC stops at its namespace (`rbac.clusterWideAccess` is not true).
 
@@ -647,6 +612,33 @@ def runner_rbac_namespaced(args: ResourceValidationArgs, report_violation: Repor
             f"Helm release '{_name(args)}' ({RUNNER_CHART}): values.rbac.clusterWideAccess=True: the runner's "
             "Role must be limited to its namespace (a ClusterRole lets it create pods and read secrets anywhere)",
             None,
+        )
+
+
+def helm_release_atomic(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every Helm release is atomic with a timeout: a failed upgrade rolls back instead of leaving it half-done;
+    except a runner release that drains: `skipAwait` with the Deployment strategy `Recreate`.
+
+    Why: a non-atomic failed upgrade leaves a broken release until someone runs Helm by hand; the timeout bounds
+    how long `pulumi up` waits before rolling back. A runner manager's upgrade is different: with `Recreate`
+    the old manager finishes its jobs first (up to the job timeout), which no Helm wait may cut short, and an
+    atomic rollback would restart a manager that is still draining.
+    """
+    if args.resource_type != HELM_RELEASE_TYPE:
+        return
+    props, where = args.props, f"Helm release '{_name(args)}' (chart {_show(_known(args.props, 'chart'))})"
+    strategy = (props.get("values") or {}).get("strategy") or {}
+    draining_runner = _runner_release(args) and props.get("skipAwait") is True and strategy.get("type") == "Recreate"
+    if props.get("atomic") is not True and not draining_runner:
+        report_violation(
+            f"{where}: atomic={_show(props.get('atomic'))}: set atomic: true so a failed upgrade rolls back "
+            "(a runner release may instead skip the await with strategy Recreate)",
+            None,
+        )
+    timeout = props.get("timeout")
+    if not isinstance(timeout, int | float) or timeout <= 0:
+        report_violation(
+            f"{where}: timeout={_show(timeout)}: set a timeout (seconds) after which the release rolls back", None
         )
 
 

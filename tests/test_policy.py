@@ -35,10 +35,10 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 from infra.catalog import BUILTIN_NODE_TYPES
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
+from infra.model import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RecordedResource
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
-from infra.render.device_plugin import DEVICE_PLUGIN_CONFIG_LABEL
 from policy import policies as pol
 
 POLICY_DIR = PROJECT_ROOT / "policy"
@@ -307,10 +307,22 @@ def test_an_atomic_release_with_a_timeout_passes_and_others_fail() -> None:
     assert violations(pol.helm_release_atomic, resource_args(RELEASE, runner_release())) == []
     props = {"name": "ingress", "chart": "ingress-nginx", "timeout": 0}
     assert violations(pol.helm_release_atomic, resource_args(RELEASE, props)) == [
-        "Helm release 'ingress' (chart 'ingress-nginx'): atomic=unset: set atomic: true so a failed upgrade rolls back",
+        "Helm release 'ingress' (chart 'ingress-nginx'): atomic=unset: set atomic: true so a failed upgrade rolls back "
+        "(a runner release may instead skip the await with strategy Recreate)",
         "Helm release 'ingress' (chart 'ingress-nginx'): timeout=0: set a timeout (seconds) after which the "
         "release rolls back",
     ]
+
+
+def test_a_runner_release_may_drain_instead_of_being_atomic() -> None:
+    """skipAwait + Recreate: the old manager finishes its jobs before the new one starts; Helm must not wait."""
+    draining = {**runner_release(strategy={"type": "Recreate"}), "skipAwait": True}
+    del draining["atomic"]
+    assert violations(pol.helm_release_atomic, resource_args(RELEASE, draining)) == []
+    rolling = {**draining, "values": {**draining["values"], "strategy": {"type": "RollingUpdate"}}}
+    not_runner = {**draining, "chart": "ingress-nginx"}
+    for props in (rolling, not_runner, {**draining, "skipAwait": False}):
+        assert len(violations(pol.helm_release_atomic, resource_args(RELEASE, props))) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -582,28 +594,6 @@ def test_a_runner_release_namespace_the_stack_does_not_create_is_checked_too() -
     assert found.startswith("namespace 'ci-jobs': no default-deny NetworkPolicy")
 
 
-def test_a_runner_release_may_skip_the_await_only_with_strategy_recreate() -> None:
-    drained = {**runner_release(strategy={"type": "Recreate"}), "atomic": False, "skipAwait": True, "timeout": 0}
-    assert violations(pol.helm_release_atomic, resource_args(RELEASE, drained)) == []
-    rolling = {**runner_release(), "atomic": False, "skipAwait": True}
-    assert violations(pol.helm_release_atomic, resource_args(RELEASE, rolling)) == [
-        "Helm release 'gitlab-runner' (chart 'gitlab-runner'): skipAwait=True with values.strategy.type=unset: an "
-        "unawaited runner release needs strategy {type: Recreate}, so the old manager drains before the new one "
-        "starts"
-    ]
-    other = {
-        "name": "ingress",
-        "chart": "ingress-nginx",
-        "skipAwait": True,
-        "timeout": 60,
-        "values": {"strategy": {"type": "Recreate"}},
-    }
-    (found,) = violations(pol.helm_release_atomic, resource_args(RELEASE, other))
-    assert found == (
-        "Helm release 'ingress' (chart 'ingress-nginx'): atomic=unset: set atomic: true so a failed upgrade rolls back"
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------
 # CI/CD variables
 
@@ -866,21 +856,13 @@ def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> Re
     return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, opts, None, config)
 
 
-RUNNER_ISOLATION_RULES = frozenset({"namespace-pod-security", "runner-job-isolation", "runner-namespace-default-deny"})
-"""Rules the per-pool runner work satisfies (namespace label, default-deny NetworkPolicy, allowed_images and
-cap_drop in config.toml). Until it lands the dev stack fails exactly these: the whole-program tests that
-judge every rule are strict xfails, and the ones about other rules leave these out (`policy_report(skip=)`)."""
-
-
-def policy_report(
-    run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | None = None, skip: frozenset[str] = frozenset()
-) -> list[tuple[str, str, str]]:
-    """(policy, resource name, message) for every violation, resource rules then stack rules (`skip`: not run)."""
+def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
+    """(policy, resource name, message) for every violation, resource rules then stack rules."""
     config = config or {}
     found: list[tuple[str, str, str]] = []
     managed = [r for r in run.resources if not r.options["read"]]
     for resource in managed:
-        for policy in [p for p in pol.RESOURCE_POLICIES if p.name not in skip]:
+        for policy in pol.RESOURCE_POLICIES:
             args = analyzed(resource, config.get(policy.name))
             try:
                 policy.validate(
@@ -893,7 +875,7 @@ def policy_report(
         PolicyResource(r.type, engine_props(r.outputs), r.urn, r.name, analyzed(r, None).opts, None, None, [], {})
         for r in managed
     ]
-    for policy in [p for p in pol.STACK_POLICIES if p.name not in skip]:
+    for policy in pol.STACK_POLICIES:
         args = StackValidationArgs(stack, config.get(policy.name))
         policy.validate(args, lambda message, urn=None, p=policy: found.append((p.name, by_urn.get(urn, ""), message)))
     return found
@@ -904,29 +886,20 @@ def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
     run = run_program(dev_stack)
     pools = {r.plain_inputs["name"]: analyzed(r, None) for r in run.by_type(POOL)}
     assert {name for name, args in pools.items() if pol._gpu_pool(args)} == {"ci-compile", "ci-training"}
-    (release,) = [analyzed(r, None) for r in run.by_type(RELEASE)]
-    assert pol._runner_release(release)
-    ((_, entry),) = pol._runner_entries(release, lambda *_: pytest.fail("config.toml unreadable"))
-    assert entry["kubernetes"]["poll_timeout"] == 900
+    releases = [analyzed(r, None) for r in run.by_type(RELEASE)]
+    assert len(releases) == 2  # one runner per GPU pool
+    for release in releases:
+        assert pol._runner_release(release)
+        ((_, entry),) = pol._runner_entries(release, lambda *_: pytest.fail("config.toml unreadable"))
+        assert entry["kubernetes"]["poll_timeout"] == 25 * 60
     assert [analyzed(r, None).props["key"] for r in run.by_type(PROJECT_VARIABLE)] == ["REGISTRY"]
     assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
 
 
-PENDING_RUNNER_ISOLATION = pytest.mark.xfail(strict=True, reason="runner isolation lands with the per-pool runners")
-
-
-@PENDING_RUNNER_ISOLATION
 def test_the_dev_stack_passes_every_rule(dev_stack: StackConfig) -> None:
     assert policy_report(run_program(dev_stack)) == []
 
 
-def test_the_dev_stack_passes_every_rule_but_the_runner_isolation_ones(dev_stack: StackConfig) -> None:
-    report = policy_report(run_program(dev_stack))
-    assert {policy for policy, _, _ in report} <= RUNNER_ISOLATION_RULES
-    assert policy_report(run_program(dev_stack), skip=RUNNER_ISOLATION_RULES) == []
-
-
-@PENDING_RUNNER_ISOLATION
 def test_the_dev_stack_with_a_cache_and_a_secret_variable_passes_every_rule(
     dev_stack: StackConfig, dev_platform: dict[str, Any]
 ) -> None:
@@ -957,7 +930,8 @@ def _public_registry(p: dict[str, Any]) -> None:
 
 def _fast_cold_start(p: dict[str, Any]) -> None:
     for name in ("ci-compile", "ci-training"):
-        p["pools"][name]["cold_start_minutes"] = 5
+        p["pools"][name]["cold_start_minutes"] = 3
+    p["runner"]["poll_timeout_margin_minutes"] = 1
 
 
 def _plain_token(p: dict[str, Any]) -> None:
@@ -1008,8 +982,14 @@ def _plain_token(p: dict[str, Any]) -> None:
                     "runner-poll-timeout-covers-cold-start",
                     "runner-release",
                     "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
-                    "kubernetes.poll_timeout=300: below 900 s",
-                )
+                    "kubernetes.poll_timeout=240: below 900 s",
+                ),
+                (
+                    "runner-poll-timeout-covers-cold-start",
+                    "runner-ci-training-release",
+                    "Helm release 'gitlab-runner-ci-training' (gitlab-runner): runners.config [[runners]] '0': "
+                    "kubernetes.poll_timeout=240: below 900 s",
+                ),
             ],
         ),
         (
@@ -1031,7 +1011,7 @@ def test_a_spec_the_spec_allows_but_the_policies_refuse(
     """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
     edit(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
-    found = policy_report(run, skip=RUNNER_ISOLATION_RULES)
+    found = policy_report(run)
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
     for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
         assert message.startswith(start), message
@@ -1043,7 +1023,7 @@ def test_the_policy_config_can_allow_an_always_on_gpu_pool(
     _min_size_one(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
     config = {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}
-    assert policy_report(run, config, skip=RUNNER_ISOLATION_RULES) == []
+    assert policy_report(run, config) == []
 
 
 def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None]) -> ProgramRun:
@@ -1068,14 +1048,24 @@ def _privileged(inputs: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("type_token", "name", "change", "expected"),
     [
-        (RELEASE, "runner-release", _privileged, ("runner-job-pods-unprivileged", "kubernetes.privileged=True")),
+        (
+            RELEASE,
+            "runner-release",
+            _privileged,
+            (("runner-job-pods-unprivileged", "runner-job-isolation"), "kubernetes.privileged=True"),
+        ),
         (
             RELEASE,
             "runner-release",
             lambda i: i["values"]["rbac"].update(clusterWideAccess=True),
             ("runner-rbac-namespaced", "values.rbac.clusterWideAccess=True"),
         ),
-        (RELEASE, "runner-release", lambda i: i.update(atomic=False), ("helm-release-atomic", "atomic=False")),
+        (
+            RELEASE,
+            "runner-release",
+            lambda i: i["values"].update(strategy={"type": "RollingUpdate"}),
+            ("helm-release-atomic", "atomic=unset"),
+        ),
         (
             POOL,
             "kapsule-ci-compile",
@@ -1118,12 +1108,6 @@ def _privileged(inputs: dict[str, Any]) -> None:
             lambda i: i.update(untagged=True),
             ("runner-registration-scoped", "untagged=True"),
         ),
-        (
-            RELEASE,
-            "runner-release",
-            lambda i: i.update(atomic=False, skipAwait=True),
-            ("helm-release-atomic", "skipAwait=True with values.strategy.type=unset"),
-        ),
     ],
     ids=[
         "privileged",
@@ -1136,7 +1120,6 @@ def _privileged(inputs: dict[str, Any]) -> None:
         "service-account-override",
         "wildcard-role",
         "untagged-runner",
-        "unawaited-rolling-runner",
     ],
 )
 def test_inputs_the_program_never_writes_are_refused(
@@ -1144,9 +1127,10 @@ def test_inputs_the_program_never_writes_are_refused(
 ) -> None:
     """What the spec cannot express (the program hard-codes it), broken in the recorded inputs instead."""
     run = _broken(run_program(dev_stack), type_token, name, change)
-    ((policy, resource, message),) = policy_report(run, skip=RUNNER_ISOLATION_RULES)
-    assert (policy, resource) == (expected[0], name)
-    assert expected[1] in message
+    policies = expected[0] if isinstance(expected[0], tuple) else (expected[0],)
+    found = policy_report(run)
+    assert [(policy, resource) for policy, resource, _ in found] == [(policy, name) for policy in policies]
+    assert expected[1] in found[0][2]
 
 
 def _edit_runner_toml(inputs: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> None:
@@ -1169,7 +1153,7 @@ def test_an_unprotected_pool_is_refused(dev_stack: StackConfig) -> None:
         if resource is not recorded:
             resource.options["protect"] = False
         resources.append(resource)
-    found = policy_report(ProgramRun(resources, run.outputs, run.logs), skip=RUNNER_ISOLATION_RULES)
+    found = policy_report(ProgramRun(resources, run.outputs, run.logs))
     assert [(p, r) for p, r, _ in found] == [("kapsule-pool-protected", "kapsule-system")]
 
 
@@ -1177,12 +1161,15 @@ def test_the_policy_config_can_restrict_the_runners_access_level(
     dev_stack: StackConfig, dev_platform: dict[str, Any]
 ) -> None:
     config = {"runner-registration-scoped": {"allowed_access_levels": ["ref_protected"]}}
-    found = policy_report(run_program(dev_stack), config, skip=RUNNER_ISOLATION_RULES)
-    assert [(p, r) for p, r, _ in found] == [("runner-registration-scoped", "runner-registration")]
+    found = policy_report(run_program(dev_stack), config)
+    assert sorted((p, r) for p, r, _ in found) == [
+        ("runner-registration-scoped", "runner-ci-training-registration"),
+        ("runner-registration-scoped", "runner-registration"),
+    ]
     assert "accessLevel='not_protected': allowed are ['ref_protected']" in found[0][2]
     dev_platform["runner"]["access_level"] = "ref_protected"
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
-    assert policy_report(run, config, skip=RUNNER_ISOLATION_RULES) == []
+    assert policy_report(run, config) == []
 
 
 def test_an_unknown_value_stops_a_rule_as_the_sdk_intends() -> None:
