@@ -860,7 +860,7 @@ def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | Non
     """(policy, resource name, message) for every violation, resource rules then stack rules."""
     config = config or {}
     found: list[tuple[str, str, str]] = []
-    managed = [r for r in run.resources if not r.options["read"]]
+    managed = sorted((r for r in run.resources if not r.options["read"]), key=lambda r: r.urn)  # stable order
     for resource in managed:
         for policy in pol.RESOURCE_POLICIES:
             args = analyzed(resource, config.get(policy.name))
@@ -980,14 +980,14 @@ def _plain_token(p: dict[str, Any]) -> None:
             [
                 (
                     "runner-poll-timeout-covers-cold-start",
-                    "runner-release",
-                    "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
+                    "runner-ci-training-release",
+                    "Helm release 'gitlab-runner-ci-training' (gitlab-runner): runners.config [[runners]] '0': "
                     "kubernetes.poll_timeout=240: below 900 s",
                 ),
                 (
                     "runner-poll-timeout-covers-cold-start",
-                    "runner-ci-training-release",
-                    "Helm release 'gitlab-runner-ci-training' (gitlab-runner): runners.config [[runners]] '0': "
+                    "runner-release",
+                    "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
                     "kubernetes.poll_timeout=240: below 900 s",
                 ),
             ],
