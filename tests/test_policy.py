@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.metadata
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -1178,3 +1180,18 @@ def test_an_unknown_value_stops_a_rule_as_the_sdk_intends() -> None:
     args = resource_args(POOL, gpu_pool(minSize=UNKNOWN_STRING_VALUE), opts=AUTOSCALED)
     with pytest.raises(UnknownValueError):
         violations(pol.gpu_pool_scales_to_zero, args)
+
+
+def test_the_pack_imports_only_what_its_virtualenv_has() -> None:
+    """The pack's venv installs policy/requirements.txt (pulumi, pulumi-policy) and nothing else: every import
+    is the standard library, those two, or PyYAML, which the pulumi SDK itself requires."""
+    imported = set()
+    for path in POLICY_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"__future__", "policies"}
+    assert third_party == {"pulumi_policy", "yaml"}
+    assert any(re.match(r"pyyaml\b", r, re.IGNORECASE) for r in importlib.metadata.requires("pulumi") or [])
