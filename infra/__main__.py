@@ -20,6 +20,7 @@ COMMANDS = {
         "infra.cli.guard_replacements",
         "refuse a `pulumi preview --json` that replaces or deletes a pool, namespace or runner",
     ),
+    "simulate": ("infra.cli.simulate", "simulate the dispatch of a pipeline or a day of jobs on the platform"),
 }
 """Command name -> (module with `add_parser(subparsers)`, one-line help)."""
 
