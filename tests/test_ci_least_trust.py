@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +176,102 @@ def test_a_default_branch_without_a_pack_stops_the_job(clone: Path, tmp_path: Pa
     assert result.returncode != 0
     assert result.stderr.startswith("error: no-pack (") and "no trusted policy pack to run" in result.stderr
     assert not (tmp_path / "t").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The `up` job's script, run for real in bash with a stand-in `pulumi` that records its arguments
+
+
+PREVIEWS = ROOT / "tests" / "data" / "preview"
+
+
+@pytest.fixture(scope="module")
+def up_clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A CI clone of the default branch's tip (with infra/, .ci/, policy/), venv/ running this Python, and a
+    `pulumi` on PATH that logs each call and prints $PREVIEW_JSON for `preview --json`."""
+    tmp_path = tmp_path_factory.mktemp("up")
+    origin, seed, clone = tmp_path / "origin.git", tmp_path / "seed", tmp_path / "clone"
+    _git(tmp_path, "init", "--quiet", "--bare", str(origin))
+    ignore = shutil.ignore_patterns("__pycache__", "venv")
+    for name in ("infra", ".ci", "policy"):
+        shutil.copytree(ROOT / name, seed / name, ignore=ignore)
+    _git(seed, "init", "--quiet")
+    _git(seed, "add", ".")
+    _git(seed, "commit", "--quiet", "-m", "tip")
+    _git(seed, "push", "--quiet", str(origin), "HEAD:refs/heads/main")
+    _git(tmp_path, "clone", "--quiet", str(origin), str(clone))
+    python = clone / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pulumi = bin_dir / "pulumi"
+    pulumi.write_text(
+        '#!/bin/sh\necho "$*" >> "$PULUMI_LOG"\ncase "$*" in *preview*--json*) cat "$PREVIEW_JSON";; esac\n',
+        encoding="utf-8",
+    )
+    pulumi.chmod(0o755)
+    return clone, bin_dir
+
+
+@pytest.fixture
+def up_repo(up_clone: tuple[Path, Path], tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The clone and the up job's environment, with a fresh log of `pulumi` calls."""
+    clone, bin_dir = up_clone
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "CI_PROJECT_DIR": str(clone),
+        "CI_DEFAULT_BRANCH": "main",
+        "CI_COMMIT_SHA": _git(clone, "rev-parse", "HEAD"),
+        "CI_COMMIT_SHORT_SHA": _git(clone, "rev-parse", "--short", "HEAD"),
+        "PULUMI_STACK": "dev",
+        "PULUMI_BACKEND_URL": "s3://state",
+        "PULUMI_LOG": str(tmp_path / "pulumi.log"),
+    }
+    return clone, env
+
+
+def _run_up(
+    repo: Path, env: dict[str, str], preview: str, **extra: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The up job's before_script and script, minus the virtualenv and pip lines (venv/ is ready)."""
+    job = _job("up")
+    lines = [line for line in job["before_script"] if " install " not in line and "-m venv" not in line]
+    script = "\n".join([*lines, *job["script"]])
+    run_env = {**env, "PREVIEW_JSON": str(PREVIEWS / f"{preview}.json"), **extra}
+    result = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script], cwd=repo, env=run_env, capture_output=True, text=True, check=False
+    )
+    log = Path(env["PULUMI_LOG"])
+    return result, log.read_text(encoding="utf-8") if log.exists() else ""
+
+
+def test_up_stops_before_pulumi_up_on_a_pool_replacement(up_repo: tuple[Path, dict[str, str]]) -> None:
+    repo, env = up_repo
+    result, calls = _run_up(repo, env, "pool-node-type-change")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "error: the plan replaces Kapsule pool 'kapsule-ci-training' (because of nodeType)" in result.stderr
+    assert [line.split()[0] for line in calls.splitlines()] == ["login", "preview"]  # never `up`
+
+
+def test_up_applies_with_the_trusted_pack_when_nothing_guarded_is_replaced(
+    up_repo: tuple[Path, dict[str, str]],
+) -> None:
+    repo, env = up_repo
+    result, calls = _run_up(repo, env, "update-and-new-pool")
+    assert result.returncode == 0, result.stdout + result.stderr
+    _login, preview, up = calls.splitlines()
+    pack = f"--policy-pack {repo}/.trusted/policy"
+    assert preview.startswith("preview --stack dev --json") and pack in preview
+    assert up.startswith("up --stack dev --yes") and pack in up
+    assert (repo / ".trusted" / "policy" / "policies.py").is_file()
+
+
+def test_an_allowed_replacement_goes_through(up_repo: tuple[Path, dict[str, str]]) -> None:
+    repo, env = up_repo
+    result, calls = _run_up(repo, env, "pool-node-type-change", GPU_CI_ALLOW_REPLACE="1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls.splitlines()[-1].startswith("up --stack dev")
+    assert "allowed: the plan replaces Kapsule pool 'kapsule-ci-training'" in result.stderr

@@ -1029,6 +1029,12 @@ def test_the_policy_config_can_allow_an_always_on_gpu_pool(
     assert policy_report(run, config) == []
 
 
+@pytest.fixture(scope="module")
+def dev_run(dev_stack: StackConfig) -> ProgramRun:
+    """The dev stack's run, shared by the tests that copy and break one resource of it (never mutated)."""
+    return run_program(dev_stack)
+
+
 def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None]) -> ProgramRun:
     """A copy of `run` whose recorded inputs (and outputs) of one resource are changed by `change`."""
     resources = []
@@ -1126,10 +1132,10 @@ def _privileged(inputs: dict[str, Any]) -> None:
     ],
 )
 def test_inputs_the_program_never_writes_are_refused(
-    dev_stack: StackConfig, type_token: str, name: str, change: Callable[[dict[str, Any]], None], expected: tuple
+    dev_run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None], expected: tuple
 ) -> None:
     """What the spec cannot express (the program hard-codes it), broken in the recorded inputs instead."""
-    run = _broken(run_program(dev_stack), type_token, name, change)
+    run = _broken(dev_run, type_token, name, change)
     policies = expected[0] if isinstance(expected[0], tuple) else (expected[0],)
     found = policy_report(run)
     assert [(policy, resource) for policy, resource, _ in found] == [(policy, name) for policy in policies]
@@ -1148,8 +1154,8 @@ def _host_path_patch(kubernetes: dict[str, Any]) -> None:
     kubernetes["pod_spec"].append({"name": "host", "patch_type": "strategic", "patch": patch})
 
 
-def test_an_unprotected_pool_is_refused(dev_stack: StackConfig) -> None:
-    run = run_program(dev_stack)
+def test_an_unprotected_pool_is_refused(dev_run: ProgramRun) -> None:
+    run = dev_run
     resources = []
     for recorded in run.resources:
         resource = copy.deepcopy(recorded) if recorded.name == "kapsule-system" else recorded
@@ -1161,10 +1167,10 @@ def test_an_unprotected_pool_is_refused(dev_stack: StackConfig) -> None:
 
 
 def test_the_policy_config_can_restrict_the_runners_access_level(
-    dev_stack: StackConfig, dev_platform: dict[str, Any]
+    dev_stack: StackConfig, dev_platform: dict[str, Any], dev_run: ProgramRun
 ) -> None:
     config = {"runner-registration-scoped": {"allowed_access_levels": ["ref_protected"]}}
-    found = policy_report(run_program(dev_stack), config)
+    found = policy_report(dev_run, config)
     assert sorted((p, r) for p, r, _ in found) == [
         ("runner-registration-scoped", "runner-ci-training-registration"),
         ("runner-registration-scoped", "runner-registration"),
