@@ -21,6 +21,7 @@ COMMANDS = {
         "refuse a `pulumi preview --json` that replaces or deletes a pool, namespace or runner",
     ),
     "simulate": ("infra.cli.simulate", "simulate the dispatch of a pipeline or a day of jobs on the platform"),
+    "workload": ("infra.cli.workload", "measure platform.workload from the training project's GitLab jobs"),
 }
 """Command name -> (module with `add_parser(subparsers)`, one-line help)."""
 
