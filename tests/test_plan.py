@@ -18,7 +18,7 @@ def test_plan_lists_every_resource_capacity_and_outputs(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     for name in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster [protected]", "kapsule-system", "kapsule-k8s"):
         assert name in out
-    assert "kapsule-ci-compile [ignores size]" in out
+    assert "kapsule-ci-compile [protected; ignores size]" in out
     assert "nodeType=L40S-1-48G" in out
     assert "ci-compile   L4-1-24G    fr-par-2  0-1    7 CPU, 44 GiB  time-slicing x2  rl          2" in out
     assert "kubeconfig = [secret]" in out
