@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import tomli_w
 import yaml
-from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import rpc
 from pulumi_policy import (
     PolicyCustomTimeouts,
@@ -30,16 +29,16 @@ from pulumi_policy import (
     ResourceValidationArgs,
     StackValidationArgs,
 )
-from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from infra.catalog import BUILTIN_NODE_TYPES
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
 from infra.model import DEVICE_PLUGIN_CONFIG_LABEL
+from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
-from infra.offline.mocks import RecordedResource
+from infra.offline.policy_check import analyzed, engine_props
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 from policy import policies as pol
 
@@ -62,11 +61,7 @@ Validate = Callable[[Any, Any], None]
 # How the analyzer presents a resource to a policy
 
 
-def engine_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`inputs` as `Analyze` hands them to a policy: protobuf Struct -> dict, secrets unwrapped, proxied."""
-    struct = struct_pb2.Struct()
-    struct.update(dict(inputs))
-    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
+# engine_props: `inputs` as `Analyze` hands them to a policy (infra.offline.policy_check, shared with `plan`).
 
 
 def options(*, protect: bool = False, ignore_changes: list[str] | None = None) -> PolicyResourceOptions:
@@ -843,44 +838,9 @@ def _requirements(path: Path) -> list[str]:
 # fail on a default a provider adds: the real preview is the authority.
 
 
-def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> ResourceValidationArgs:
-    """A recorded registration as the analyzer would present it (secrets still wrapped go through the SDK)."""
-    opts = PolicyResourceOptions(
-        protect=resource.options["protect"],
-        ignore_changes=resource.options["ignore_changes"],
-        delete_before_replace=resource.options["delete_before_replace"],
-        aliases=[],
-        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
-        additional_secret_outputs=resource.options["additional_secret_outputs"],
-        parent=resource.parent or None,
-    )
-    props = engine_props(resource.inputs)
-    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, opts, None, config)
-
-
 def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
-    """(policy, resource name, message) for every violation, resource rules then stack rules."""
-    config = config or {}
-    found: list[tuple[str, str, str]] = []
-    managed = sorted((r for r in run.resources if not r.options["read"]), key=lambda r: r.urn)  # stable order
-    for resource in managed:
-        for policy in pol.RESOURCE_POLICIES:
-            args = analyzed(resource, config.get(policy.name))
-            try:
-                policy.validate(
-                    args, lambda message, urn=None, p=policy, r=resource: found.append((p.name, r.name, message))
-                )
-            except _NotApplicableError:
-                continue
-    by_urn = {r.urn: r.name for r in managed}
-    stack = [
-        PolicyResource(r.type, engine_props(r.outputs), r.urn, r.name, analyzed(r, None).opts, None, None, [], {})
-        for r in managed
-    ]
-    for policy in pol.STACK_POLICIES:
-        args = StackValidationArgs(stack, config.get(policy.name))
-        policy.validate(args, lambda message, urn=None, p=policy: found.append((p.name, by_urn.get(urn, ""), message)))
-    return found
+    """(policy, resource name, message) for every violation: the bridge `python -m infra plan` runs."""
+    return [(v.policy, v.resource, v.message) for v in policy_check.policy_report(run, config, pack=pol)]
 
 
 def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
