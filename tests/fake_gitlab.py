@@ -345,7 +345,7 @@ class running:  # noqa: N801 - used as `with running(state) as gitlab:`
     def __enter__(self) -> FakeGitLab:
         self.thread.start()
         host, port = self.server.server_address[:2]
-        self.state.url = f"http://{host}:{port}"
+        self.state.url = f"http://{host!s}:{port}"
         return self.state
 
     def __exit__(self, *exc: object) -> None:

@@ -64,6 +64,15 @@ Validate = Callable[[Any, Any], None]
 # engine_props: `inputs` as `Analyze` hands them to a policy (infra.offline.policy_check, shared with `plan`).
 
 
+def _record(reported: list[tuple[str, str | None]]) -> Callable[..., None]:
+    """A report_violation that keeps (message, urn)."""
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append((message, urn))
+
+    return report
+
+
 def options(*, protect: bool = False, ignore_changes: list[str] | None = None) -> PolicyResourceOptions:
     return PolicyResourceOptions(
         protect=protect,
@@ -575,7 +584,7 @@ def test_a_runner_namespace_without_default_deny_fails_on_the_namespace(
 ) -> None:
     resources = _namespace_stack(spec, namespace)
     reported: list[tuple[str, str | None]] = []
-    pol.runner_namespace_default_deny(StackValidationArgs(resources), lambda m, urn=None: reported.append((m, urn)))
+    pol.runner_namespace_default_deny(StackValidationArgs(resources), _record(reported))
     assert reported == [
         (
             "namespace 'gitlab-runner': no default-deny NetworkPolicy (empty podSelector, policyTypes [Ingress, "
@@ -764,7 +773,7 @@ def test_gpu_pools_selecting_existing_configs_pass() -> None:
 def test_a_gpu_pool_selecting_a_missing_config_fails_on_the_pool() -> None:
     reported: list[tuple[str, str | None]] = []
     args = StackValidationArgs(sharing_stack(pool_key="ci-trainig"))
-    pol.gpu_pool_config_exists(args, lambda message, urn=None: reported.append((message, urn)))
+    pol.gpu_pool_config_exists(args, _record(reported))
     assert reported == [
         (
             "GPU pool 'ci-training': nvidia.com/device-plugin.config='ci-trainig' is not a key of the device-plugin "
