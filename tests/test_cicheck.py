@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from infra.__main__ import main
+from infra.config.platform import load_spec
 from infra.pipeline.resolve import ResolveError
 from infra.pipeline.rules import check_pipeline
-from infra.config.platform import load_spec
 from infra.render.ci_templates import render_ci_templates
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -29,8 +29,8 @@ BROKEN_LINES = [
     ".gitlab-ci.yml: train-validate-mamba2: KUBERNETES_MEMORY_LIMIT=64Gi is above the runner's "
     "memory_limit_overwrite_max_allowed=40Gi: the job would fail",
     ".gitlab-ci.yml: hyperopt-kan: KUBERNETES_NODE_SELECTOR_POOL=k8s.scaleway.com/pool-name=ci-training-evil is "
-    r"refused by runner ci-compile (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=(ci-compile|ci-training)$)"
-    ": the job would fail",
+    r"refused by runner ci-compile (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name="
+    "(ci-compile|ci-training)$): the job would fail",
     ".gitlab-ci.yml: hyperopt-dqn: runs on pool ci-training, but dqn jobs belong on ci-compile (profile rl)",
     ".gitlab-ci.yml: train-validate-xlstm: extends .train-validate-bse, which is defined nowhere",
     ".gitlab-ci.yml: train-validate-liquid: KUBERNETES_CPU_REQUEST='2 cores': not a Kubernetes CPU quantity",
@@ -102,9 +102,7 @@ def test_a_project_include_reads_the_templates_the_platform_commits(
     assert (result.violations, result.warnings, result.jobs_checked) == ([], [], 22)
 
 
-def test_another_projects_include_cannot_be_resolved_offline(
-    sample_copy: Path, dev_platform: dict[str, Any]
-) -> None:
+def test_another_projects_include_cannot_be_resolved_offline(sample_copy: Path, dev_platform: dict[str, Any]) -> None:
     pipeline = sample_copy / ".gitlab-ci.yml"
     document = yaml.safe_load(pipeline.read_text())
     document["include"].append({"project": "ml-team/ci-snippets", "file": "lint.yml"})

@@ -39,7 +39,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the training project's default branch, where the platform commits its templates unless "
         f"platform.ci.templates_branch says otherwise (default: $CI_DEFAULT_BRANCH, else {DEFAULT_BRANCH})",
     )
-    online = parser.add_argument_group("--online: GitLab merges the pipeline (token: $GITLAB_TOKEN, else $CI_JOB_TOKEN)")
+    online = parser.add_argument_group(
+        "--online: GitLab merges the pipeline (token: $GITLAB_TOKEN, else $CI_JOB_TOKEN)"
+    )
     online.add_argument("--online", action="store_true", help="ask GitLab's CI Lint API for the merged YAML")
     online.add_argument("--gitlab-url", help="GitLab instance (default: platform.gitlab.url)")
     online.add_argument("--project", help="project id or path (default: platform.gitlab.project)")

@@ -212,8 +212,8 @@ class _Layer:
     @classmethod
     def of(cls, document: dict[str, Any], shown: str) -> _Layer:
         layer = cls({k: v for k, v in document.items() if k != "include"})
-        for key, value in layer.config.items():
-            key = str(key)
+        for raw_key, value in layer.config.items():
+            key = str(raw_key)
             layer.key_file[key] = shown
             variables = value.get("variables") if isinstance(value, dict) and key != "variables" else value
             if key in GLOBAL_KEYWORDS - {"variables"}:
@@ -308,8 +308,7 @@ class _Includes:
             path = str(name).lstrip("/") if name is not None else None
             if platform is None or entry["project"] != platform.project or path != platform.path:
                 raise ResolveError(
-                    f"{shown}: project include {entry['project']!r} file {name!r} cannot be read offline "
-                    "(try --online)"
+                    f"{shown}: project include {entry['project']!r} file {name!r} cannot be read offline (try --online)"
                 )
             ref = entry.get("ref")
             if ref is not None and str(ref) != platform.branch:
@@ -375,7 +374,7 @@ class _Extends:
         where = self.layer.key_file.get(name, "?")
         raw = job.get("extends")
         parents = [raw] if isinstance(raw, str) else raw if raw is not None else []
-        own = {k: v for k, v in job.items()}
+        own = dict(job)
         result = _Extended({}, [], {}, [], True)
         if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
             result.problems.append(Violation(where, name, "extends: not a job name or a list of job names"))
@@ -527,7 +526,12 @@ def _build(layer: _Layer, pipeline: ResolvedPipeline, root_file: str) -> Resolve
         else:
             config[key] = value
     references = _References(config)
-    resolved = references.resolve(config)
+    resolved: dict[Any, Any] = {}
+    for key, value in config.items():
+        try:
+            resolved[key] = references.resolve(value)
+        except ResolveError as err:
+            raise ResolveError(f"{layer.key_file.get(str(key), root_file)}: {key}: {err}") from None
 
     def global_problem(message: str) -> None:
         pipeline.problems.append(Violation(root_file, None, message))
@@ -553,7 +557,7 @@ def _build(layer: _Layer, pipeline: ResolvedPipeline, root_file: str) -> Resolve
             pipeline.problems.append(Violation(file, name, "not a job: GitLab wants a mapping of keywords"))
             continue
         base = extended[name]
-        job = _job(name, file, value, base, pipeline, defaults, global_origin)
+        job = _job(name, file, value, base, pipeline=pipeline, defaults=defaults, global_origin=global_origin)
         raw_variables = layer.config[name].get("variables") if isinstance(layer.config[name], dict) else None
         job.variable_origin.update(
             {k: v for k, v in _reference_origins(raw_variables, extended, layer).items() if k in job.variables}
@@ -583,9 +587,7 @@ def _references_of(job: Any, references: _References) -> set[str]:
     return found
 
 
-def _reference_origins(
-    raw: Any, extended: dict[str, _Extended], layer: _Layer
-) -> dict[str, tuple[str, str]]:
+def _reference_origins(raw: Any, extended: dict[str, _Extended], layer: _Layer) -> dict[str, tuple[str, str]]:
     """Where variables taken by `!reference [job, variables(, NAME)]` are written: in that job."""
     origins: dict[str, tuple[str, str]] = {}
 
@@ -604,10 +606,12 @@ def _reference_origins(
                 origins[str(variable)] = found
     elif isinstance(raw, dict):
         for variable, value in raw.items():
-            if isinstance(value, Reference) and len(value) == 3 and value[1] == "variables":
-                if isinstance(value[0], str) and isinstance(value[2], str):
-                    if (found := origin_in(value[0], value[2])) is not None:
-                        origins[str(variable)] = found
+            # Reported where written only when it is the same variable there (else: where it is used).
+            same = isinstance(value, Reference) and len(value) == 3 and value[1] == "variables"
+            if same and value[2] == variable and isinstance(value[0], str):
+                found = origin_in(value[0], value[2])
+                if found is not None:
+                    origins[str(variable)] = found
     return origins
 
 
@@ -652,6 +656,7 @@ def _job(
     file: str,
     keys: dict[str, Any],
     base: _Extended,
+    *,
     pipeline: ResolvedPipeline,
     defaults: dict[str, Any],
     global_origin: dict[str, tuple[str, str]],
@@ -665,7 +670,9 @@ def _job(
     inherit_default = _inherit(inherit.get("default"), "default", job)
     inherit_variables = _inherit(inherit.get("variables"), "variables", job)
     for key, value in defaults.items():
-        if key not in keys and (inherit_default is True or (isinstance(inherit_default, set) and key in inherit_default)):
+        if key not in keys and (
+            inherit_default is True or (isinstance(inherit_default, set) and key in inherit_default)
+        ):
             keys[key] = value
     for key in SCRIPT_KEYS:
         if key in keys:
@@ -692,22 +699,26 @@ def _job(
     job.variable_origin = {k: global_origin[k] for k in inherited if k in global_origin}
     job.variable_origin.update({k: v for k, v in base.variable_origin.items() if k in own})
 
-    stage = keys.get("stage", DEFAULT_JOB_STAGE)
+    _stage_and_tags(job, pipeline.stages)
+    return job
+
+
+def _stage_and_tags(job: ResolvedJob, stages: tuple[str, ...]) -> None:
+    """The job's stage (one of the pipeline's) and its tags (names)."""
+    stage = job.keys.get("stage", DEFAULT_JOB_STAGE)
     if not isinstance(stage, str):
-        job.problems.append(Violation(file, name, "stage: not a stage name"))
-    elif stage not in pipeline.stages:
+        job.problems.append(Violation(job.file, job.name, "stage: not a stage name"))
+    elif stage not in stages:
         job.problems.append(
             Violation(
-                file,
-                name,
-                f"chosen stage {stage} does not exist; available stages are {', '.join(pipeline.stages)}",
+                job.file,
+                job.name,
+                f"chosen stage {stage} does not exist; available stages are {', '.join(stages)}",
             )
         )
     job.stage = stage if isinstance(stage, str) else DEFAULT_JOB_STAGE
-
-    tags = keys.get("tags") or []
+    tags = job.keys.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        job.problems.append(Violation(file, name, "tags: not a list of tag names"))
+        job.problems.append(Violation(job.file, job.name, "tags: not a list of tag names"))
         tags = []
     job.tags = tuple(tags)
-    return job

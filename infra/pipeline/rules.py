@@ -79,8 +79,8 @@ class Fleet:
 
 
 @dataclass(frozen=True)
-class _SpecRunner:
-    """Today's one runner, read from the spec (until `infra.model` derives one runner per pool)."""
+class LimitsRunner:
+    """A runner described by its tags and `RunnerLimits` (today's one runner, read from the spec)."""
 
     name: str
     pool: str
@@ -110,7 +110,7 @@ class _SpecRunner:
 def platform_fleet(spec: PlatformSpec) -> Fleet:
     """The runners the platform deploys (adapter: one runner from the spec's runner section today)."""
     limits = runner_limits(spec)
-    runner = _SpecRunner(limits.default_pool, limits.default_pool, tuple(spec.runner.tags), limits)
+    runner = LimitsRunner(limits.default_pool, limits.default_pool, tuple(spec.runner.tags), limits)
     return Fleet({runner.name: runner}, dict.fromkeys(spec.profiles, runner.name))
 
 
@@ -313,7 +313,9 @@ class _Checker:
         for kind in ("cpu", "memory"):
             request, limit = effective[f"{kind}_request"], effective[f"{kind}_limit"]
             if request is not None and limit is not None and magnitude(request) > magnitude(limit):
-                self.add(job, f"{kind} request {request.text} is above its limit {limit.text}: Kubernetes refuses the pod")
+                self.add(
+                    job, f"{kind} request {request.text} is above its limit {limit.text}: Kubernetes refuses the pod"
+                )
 
     def override(self, job: ResolvedJob, resource: JobResource, runner: Runner) -> Quantity | None:
         """The job's value of one resource variable, checked against the runner's maximum."""
