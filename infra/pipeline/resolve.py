@@ -84,11 +84,14 @@ class Reference(list):
     """GitLab's `!reference [job, key, ...]`, resolved after `extends`."""
 
 
-class _GitlabLoader(yaml.SafeLoader):
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
+
+
+class _GitlabLoader(_SafeLoader):  # type: ignore[valid-type,misc]
     """SafeLoader that accepts GitLab's `!reference` tag."""
 
 
-def _reference(loader: yaml.SafeLoader, node: yaml.Node) -> Reference:
+def _reference(loader: Any, node: yaml.Node) -> Reference:
     if not isinstance(node, yaml.SequenceNode):
         raise yaml.constructor.ConstructorError(
             None, None, "!reference must be a list like [job, key]", node.start_mark
