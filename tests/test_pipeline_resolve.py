@@ -133,6 +133,26 @@ def test_references_are_resolved_after_extends(tmp_path: Path) -> None:
     assert resolve_file(path).jobs["job"].variables == {"Y": "base"}
 
 
+def test_an_own_block_replaces_an_inherited_reference(tmp_path: Path) -> None:
+    """GitLab merges `extends` while `!reference`s are still tags (not hashes): the job's own `variables`
+    replace the template's referenced block instead of merging with it."""
+    path = _write(
+        tmp_path,
+        {
+            ".gitlab-ci.yml": """
+            .sizes: {variables: {KUBERNETES_MEMORY_LIMIT: 16Gi}}
+            .with-block: {script: [x], variables: !reference [.sizes, variables]}
+            kept: {extends: .with-block}
+            replaced: {extends: .with-block, variables: {OWN: own}}
+            """
+        },
+    )
+    jobs = resolve_file(path).jobs
+    assert jobs["kept"].variables == {"KUBERNETES_MEMORY_LIMIT": "16Gi"}
+    assert jobs["kept"].variable_origin == {"KUBERNETES_MEMORY_LIMIT": (".gitlab-ci.yml", ".sizes")}
+    assert jobs["replaced"].variables == {"OWN": "own"}
+
+
 @pytest.mark.parametrize(
     ("pipeline", "message"),
     [

@@ -561,7 +561,7 @@ def _build(layer: _Layer, pipeline: ResolvedPipeline, root_file: str) -> Resolve
             continue
         base = extended[name]
         job = _job(name, file, value, base, pipeline=pipeline, defaults=defaults, global_origin=global_origin)
-        raw_variables = layer.config[name].get("variables") if isinstance(layer.config[name], dict) else None
+        raw_variables = base.job.get("variables")  # extended, references not yet resolved
         job.variable_origin.update(
             {k: v for k, v in _reference_origins(raw_variables, extended, layer).items() if k in job.variables}
         )
