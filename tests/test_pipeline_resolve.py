@@ -107,13 +107,16 @@ def test_references_anywhere_nested_and_flattened_in_scripts(tmp_path: Path) -> 
             .setup: {script: [pip install ., !reference [.more, script]]}
             .more: {script: [make]}
             .rules: {rules: [{if: $A}, {when: manual}]}
+            whole: !reference [.more]
             job:
               script: [!reference [.setup, script], train]
               rules: [!reference [.rules, rules], {when: never}]
             """
         },
     )
-    job = resolve_file(path).jobs["job"]
+    jobs = resolve_file(path).jobs
+    assert jobs["whole"].keys == {"script": ["make"]}
+    job = jobs["job"]
     assert job.keys["script"] == ["pip install .", "make", "train"]
     assert job.keys["rules"] == [{"if": "$A"}, {"when": "manual"}, {"when": "never"}]
 

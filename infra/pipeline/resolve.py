@@ -264,16 +264,18 @@ class _Includes:
                 if name in stack:
                     self.problem(shown, f"include {target!r} includes this file back (a cycle): GitLab refuses")
                     continue
-                text = (
-                    path.read_text(encoding="utf-8", errors="replace")
-                    if path.is_file()
-                    else self.platform.text
-                    if self.platform
-                    else ""
-                )
-                layer.merge(self.load(text, name, (*stack, name)))
+                layer.merge(self.load(self.read(path, name), name, (*stack, name)))
         layer.merge(_Layer.of(document, shown))
         return layer
+
+    def read(self, path: Path, shown: str) -> str:
+        """A local file; the platform's templates path when not committed yet: what the platform commits."""
+        if not path.is_file():
+            return self.platform.text if self.platform else ""
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ResolveError(f"{shown}: cannot be read ({err.__class__.__name__})") from None
 
     def problem(self, shown: str, message: str) -> None:
         violation = Violation(shown, None, message)
@@ -559,7 +561,8 @@ def _build(layer: _Layer, pipeline: ResolvedPipeline, root_file: str) -> Resolve
         if not isinstance(value, dict):
             pipeline.problems.append(Violation(file, name, "not a job: GitLab wants a mapping of keywords"))
             continue
-        base = extended[name]
+        # A job written as a whole `!reference` was no mapping when GitLab applied `extends`.
+        base = extended.get(name) or _Extended({}, [], {}, [], True)
         job = _job(name, file, value, base, pipeline=pipeline, defaults=defaults, global_origin=global_origin)
         raw_variables = base.job.get("variables")  # extended, references not yet resolved
         job.variable_origin.update(
