@@ -87,7 +87,7 @@ class Reference(list):
 _SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
 
 
-class _GitlabLoader(_SafeLoader):  # type: ignore[valid-type,misc]
+class _GitlabLoader(_SafeLoader):
     """SafeLoader that accepts GitLab's `!reference` tag."""
 
 
