@@ -379,9 +379,9 @@ RUNNER_CI_CASES = [
         "ending alphanumeric",
     ),
     Bad(
-        "zero-concurrency",
-        set_("runner", "concurrent", value=0),
-        "platform.runner.concurrent=0: Input should be greater than or equal to 1",
+        "zero-poll-margin",
+        set_("runner", "poll_timeout_margin_minutes", value=0),
+        "platform.runner.poll_timeout_margin_minutes=0: Input should be greater than or equal to 1",
     ),
     Bad(
         "templates-path-escapes",
@@ -430,8 +430,9 @@ RUNNER_CI_CASES = [
     Bad(
         "typo-in-runner-key",
         set_("runner", "chart_verison", value="0.86.0"),
-        "platform.runner.chart_verison='0.86.0': unknown key (allowed: access_level, cache, chart_version, "
-        "concurrent, default_image, default_pool, description, job_timeout, manager_pool, namespace, tags)",
+        "platform.runner.chart_verison='0.86.0': unknown key (allowed: access_level, allowed_images, cache, "
+        "chart_version, default_image, default_pool, description, job_timeout, manager_pool, namespace, "
+        "poll_timeout_margin_minutes, pool_tags, tags)",
     ),
 ]
 

@@ -16,6 +16,7 @@ import yaml
 
 from infra.__main__ import main
 from infra.config.platform import load_spec
+from infra.model import derive
 from infra.render.ci_templates import render_ci_templates
 from tests.fake_gitlab import FakeGitLab, Token, running
 
@@ -35,7 +36,7 @@ def gitlab(dev_platform: dict[str, Any]) -> Iterator[FakeGitLab]:
         },
         projects={"ml-team/training": 7, "7": 7, "ml-team/ci-snippets": 9},
         repository_files={
-            (7, ".gitlab/ci/gpu-ci-templates.yml"): render_ci_templates(load_spec(dev_platform)),
+            (7, ".gitlab/ci/gpu-ci-templates.yml"): render_ci_templates(derive(load_spec(dev_platform))),
             (7, "ci/supervised.yml"): (SAMPLE / "ci" / "supervised.yml").read_text(),
             (9, "lint.yml"): SNIPPET + "\n",
         },
@@ -75,7 +76,7 @@ def test_gitlab_merges_what_offline_cannot_and_the_rules_check_it(
     captured = capsys.readouterr()
     assert captured.out.splitlines() == [
         ".gitlab-ci.yml (merged by GitLab): snippet-lint: KUBERNETES_MEMORY_LIMIT=64Gi is above the runner's "
-        "memory_limit_overwrite_max_allowed=40Gi: the job would fail"
+        "memory_limit_overwrite_max_allowed=16Gi: the job would fail"
     ]
     assert captured.err == "1 violation(s) in 23 jobs\n"  # the sample's 22 and the snippet's
     (lint,) = gitlab.requests

@@ -13,6 +13,7 @@ import yaml
 
 from infra.__main__ import main
 from infra.config.platform import load_spec
+from infra.model import derive
 from infra.pipeline.resolve import ResolveError, resolve_file
 from infra.pipeline.rules import check_pipeline, platform_templates
 from infra.render.ci_templates import render_ci_templates
@@ -219,8 +220,8 @@ def test_1_a_whole_variables_block_by_reference(repo: Path, dev_platform: dict[s
         """,
     )
     spec = load_spec(dev_platform)
-    job = resolve_file(repo / ".gitlab-ci.yml", platform=platform_templates(spec)).jobs["train-validate-tft"]
-    template = yaml.safe_load(render_ci_templates(spec))[".train-validate-base"]
+    job = resolve_file(repo / ".gitlab-ci.yml", platform=platform_templates(derive(spec))).jobs["train-validate-tft"]
+    template = yaml.safe_load(render_ci_templates(derive(spec)))[".train-validate-base"]
     assert {k: job.variables[k] for k in template["variables"]} == template["variables"]
     assert job.variable_origin["KUBERNETES_MEMORY_LIMIT"] == (spec.ci.templates_path, ".train-validate-base")
     assert job.templates == (".train-validate", ".train-validate-base")
@@ -288,11 +289,11 @@ def test_3_tags_by_reference_are_the_templates_tags(repo: Path, dev_platform: di
         """,
     )
     spec = load_spec(dev_platform)
-    job = resolve_file(repo / ".gitlab-ci.yml", platform=platform_templates(spec)).jobs["build-image"]
+    job = resolve_file(repo / ".gitlab-ci.yml", platform=platform_templates(derive(spec))).jobs["build-image"]
     assert job.tags == tuple(spec.runner.tags)
-    assert _lines(repo, spec) == [  # now on the runner, so its maxima apply
+    assert _lines(repo, spec) == [  # now on the RL pool's runner, so its maxima apply
         ".gitlab-ci.yml: build-image: KUBERNETES_MEMORY_LIMIT=64Gi is above the runner's "
-        "memory_limit_overwrite_max_allowed=40Gi: the job would fail"
+        "memory_limit_overwrite_max_allowed=16Gi: the job would fail"
     ]
 
 
@@ -315,10 +316,10 @@ def test_4_a_single_variable_by_reference_is_resolved_and_checked(repo: Path, de
     assert result.warnings == []
     assert [str(v) for v in result.violations] == [
         ".gitlab-ci.yml: .big: KUBERNETES_MEMORY_LIMIT=64Gi is above the runner's "
-        "memory_limit_overwrite_max_allowed=40Gi: the job would fail",
+        "memory_limit_overwrite_max_allowed=16Gi: the job would fail",
         ".gitlab-ci.yml: hyperopt-ppo: KUBERNETES_NODE_SELECTOR_POOL=k8s.scaleway.com/pool-name=ci-training-evil is "
         r"refused by runner ci-compile (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name="
-        "(ci-compile|ci-training)$): the job would fail",
+        "(ci-compile)$): the job would fail",
     ]
 
 
@@ -387,8 +388,13 @@ def test_6_the_default_branch_comes_from_the_ci_job(
 
 
 def test_7_the_templates_header_says_which_jobs_reach_the_default_pool(dev_platform: dict[str, Any]) -> None:
-    header = [line for line in render_ci_templates(load_spec(dev_platform)).splitlines() if line.startswith("#")]
+    header = [
+        line for line in render_ci_templates(derive(load_spec(dev_platform))).splitlines() if line.startswith("#")
+    ]
     text = " ".join(line.lstrip("# ") for line in header)
-    assert "that extend none run on the runner's default pool" not in text
-    assert "A job that extends no template runs on the default pool, ci-compile, only if its tags are all" in text
-    assert "held by the runner there (kapsule, gpu)" in text
+    assert "Jobs that extend none run on the runner's default pool" not in text
+    assert (
+        "A job that extends none runs on the default pool, ci-compile, only if that pool's runner holds all of its "
+        "tags [kapsule, gpu, ci-compile] and no other runner does; otherwise another pool's runner takes it, or "
+        "none does." in text
+    )

@@ -1,8 +1,8 @@
-"""infra.pipeline.rules: routing by tags over a fleet of runners, one per pool (the platform's runner fleet).
+"""infra.pipeline.rules: routing by tags over the platform's runners, one per GPU pool.
 
-The fleet here is the one of the runner-fleet contract (dev stack): the default pool's runner holds
-[kapsule, gpu, ci-compile], every other pool's [kapsule, <pool>]; each runner admits node selectors of its
-own pool only, and its maxima are those of its pool's profiles.
+On the dev stack the default pool's runner holds [kapsule, gpu, ci-compile], the other's [kapsule,
+ci-training]; each runner admits node selectors of its own pool only, and its maxima are those of its
+pool's profiles.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from infra.config.platform import PlatformSpec, load_spec
-from infra.pipeline.rules import Fleet, LimitsRunner, check_pipeline, platform_fleet
-from infra.routing import JOB_RESOURCES, RunnerLimits, magnitude
+from infra.config.platform import load_spec
+from infra.model import derive
+from infra.pipeline.rules import check_pipeline
 
 PIPELINE = """
 stages: [build, train]
@@ -30,34 +30,32 @@ lint: {stage: build, script: [ruff], tags: [docker]}
 """
 
 
-def per_pool_fleet(spec: PlatformSpec) -> Fleet:
-    """One runner per pool a profile targets, as the runner-fleet contract describes it."""
-    runners: dict[str, LimitsRunner] = {}
-    default = platform_fleet(spec).runners
-    default_pool = next(iter(default.values())).pool
-    for pool in sorted({p.pool for p in spec.profiles.values()}):
-        profiles = [p for p in spec.profiles.values() if p.pool == pool]
-        sizes = {r.field: max((getattr(p, r.field) for p in profiles), key=magnitude) for r in JOB_RESOURCES}
-        limits = RunnerLimits(default_pool=pool, pools=(pool,), defaults=sizes, maxima=sizes)
-        tags = ("kapsule", "gpu", pool) if pool == default_pool else ("kapsule", pool)
-        runners[pool] = LimitsRunner(pool, pool, tags, limits)
-    return Fleet(dict(runners), {name: p.pool for name, p in spec.profiles.items()})
-
-
 @pytest.fixture
 def check(tmp_path: Path, dev_platform: dict[str, Any]) -> Any:
     spec = load_spec(dev_platform)
-    fleet = per_pool_fleet(spec)
 
     def run(extra: str) -> list[str]:
         path = tmp_path / ".gitlab-ci.yml"
         path.write_text(PIPELINE + textwrap.dedent(extra))
-        return [str(v) for v in check_pipeline(path, spec, fleet=fleet).violations]
+        return [str(v) for v in check_pipeline(path, spec).violations]
 
     return run
 
 
-def test_the_contract_templates_each_reach_one_runner(check: Any) -> None:
+def test_the_fleet_is_one_runner_per_pool(dev_platform: dict[str, Any]) -> None:
+    """What these tests route against: the dev stack's runners and the tags its templates carry."""
+    platform = derive(load_spec(dev_platform))
+    assert {name: r.tags for name, r in platform.runners.items()} == {
+        "ci-compile": ("kapsule", "gpu", "ci-compile"),
+        "ci-training": ("kapsule", "ci-training"),
+    }
+    assert {p.template: p.tags for p in platform.profiles.values()} == {
+        ".train-rl-base": ("kapsule", "gpu"),
+        ".train-validate-base": ("kapsule", "ci-training"),
+    }
+
+
+def test_the_templates_tags_each_reach_one_runner(check: Any) -> None:
     assert check("") == []
 
 

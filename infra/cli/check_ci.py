@@ -18,9 +18,10 @@ from typing import Any
 
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
+from infra.model import Platform, derive
 from infra.offline.stack_config import load_stack_config
-from infra.pipeline.resolve import ResolveError, resolve_text
-from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_pipeline, check_resolved
+from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
+from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates
 
 PIPELINE_FILE = ".gitlab-ci.yml"
 TOKEN_VARIABLES = ("GITLAB_TOKEN", "CI_JOB_TOKEN")
@@ -56,17 +57,18 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         print(f"error: no pipeline file {path}", file=sys.stderr)
         return 2
     try:
-        spec = load_spec(load_stack_config(args.stack, path=args.config).get("platform"))
+        platform = derive(load_spec(load_stack_config(args.stack, path=args.config).get("platform")))
     except (FileNotFoundError, SpecError) as err:
         for line in str(err).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2
     try:
-        if getattr(args, "online", False):
-            result = _check_online(args, path, spec, env)
+        if args.online:
+            result = _check_online(args, path, platform, env)
         else:
-            branch = getattr(args, "default_branch", None) or env.get("CI_DEFAULT_BRANCH") or DEFAULT_BRANCH
-            result = check_pipeline(path, spec, root=args.root, default_branch=branch)
+            branch = args.default_branch or env.get("CI_DEFAULT_BRANCH") or DEFAULT_BRANCH
+            pipeline = resolve_file(path, args.root, platform_templates(platform, branch))
+            result = check_resolved(pipeline, platform)
     except (ResolveError, _OnlineError) as err:
         for line in str(err).splitlines() or ["unknown error"]:
             print(f"error: {line}", file=sys.stderr)
@@ -90,13 +92,13 @@ class _OnlineError(Exception):
     """GitLab could not be asked, or refused the configuration; one line per message."""
 
 
-def _check_online(args: argparse.Namespace, path: Path, spec: Any, env: Mapping[str, str]) -> CheckResult:
+def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env: Mapping[str, str]) -> CheckResult:
     """GitLab merges the pipeline (includes, extends, references); the same rules check the result."""
     token, job_token = env.get("GITLAB_TOKEN"), env.get("CI_JOB_TOKEN")
     if not (token or job_token):
         raise _OnlineError("--online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)")
-    url = args.gitlab_url or spec.gitlab.url
-    project = args.project or spec.gitlab.project
+    url = args.gitlab_url or platform.spec.gitlab.url
+    project = args.project or platform.spec.gitlab.project
     content = path.read_text(encoding="utf-8")
     lint = _ci_lint(url, project, content, args.ref, token=token, job_token=None if token else job_token)
     errors = [str(e) for e in lint.get("errors") or []]
@@ -107,7 +109,7 @@ def _check_online(args: argparse.Namespace, path: Path, spec: Any, env: Mapping[
         raise _OnlineError(f"GitLab's CI Lint answer for {project} holds no merged_yaml")
     pipeline = resolve_text(merged, f"{path.name} (merged by GitLab)")
     pipeline.warnings[:0] = [f"GitLab: {w}" for w in lint.get("warnings") or []]
-    return check_resolved(pipeline, spec)
+    return check_resolved(pipeline, platform)
 
 
 def _ci_lint(

@@ -76,7 +76,7 @@ MAX_INCLUDE_DEPTH = 100
 MAX_INCLUDES = 150
 
 
-class ResolveError(Exception):
+class ResolveError(ValueError):
     """A construct check-ci cannot resolve offline; the message is one line."""
 
 

@@ -19,22 +19,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from infra.config.pools import POOL_NAME_LABEL
+from infra.model import Platform, Runner, derive
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
 from infra.quantity import QuantityError
 from infra.render.ci_templates import render_ci_templates
-from infra.routing import (
-    JOB_RESOURCES,
-    NODE_SELECTOR_PREFIX,
-    JobResource,
-    Quantity,
-    RunnerLimits,
-    magnitude,
-    parse_quantity,
-    runner_limits,
-)
+from infra.routing import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource, Quantity, magnitude, parse_quantity
 
 if TYPE_CHECKING:
     from infra.config.platform import PlatformSpec
@@ -45,82 +37,14 @@ _TOKEN = re.compile(r"[^a-z0-9]+")
 _VARIABLE_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
-class Runner(Protocol):
-    """What the rules read of a runner (the fields of `infra.model.Runner`)."""
-
-    name: str
-    pool: str
-    tags: tuple[str, ...]
-
-    @property
-    def node_selector_regex(self) -> str: ...
-
-    @property
-    def maxima(self) -> dict[str, Quantity]: ...
-
-    @property
-    def defaults(self) -> dict[str, Quantity]: ...
-
-    def admits_node_selector(self, value: str) -> bool: ...
-
-    def takes(self, tags: Iterable[str]) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Fleet:
-    """The platform's runners, and the runner of each profile."""
-
-    runners: dict[str, Runner]
-    profile_runner: dict[str, str]
-
-    def taking(self, tags: Iterable[str]) -> list[Runner]:
-        tags = list(tags)
-        return [runner for runner in self.runners.values() if runner.takes(tags)]
-
-
-@dataclass(frozen=True)
-class LimitsRunner:
-    """A runner described by its tags and `RunnerLimits` (today's one runner, read from the spec)."""
-
-    name: str
-    pool: str
-    tags: tuple[str, ...]
-    limits: RunnerLimits
-
-    @property
-    def node_selector_regex(self) -> str:
-        return self.limits.node_selector_regex
-
-    @property
-    def maxima(self) -> dict[str, Quantity]:
-        return self.limits.maxima
-
-    @property
-    def defaults(self) -> dict[str, Quantity]:
-        return self.limits.defaults
-
-    def admits_node_selector(self, value: str) -> bool:
-        return self.limits.admits_node_selector(value)
-
-    def takes(self, tags: Iterable[str]) -> bool:
-        tags = set(tags)
-        return bool(tags) and tags <= set(self.tags)
-
-
-def platform_fleet(spec: PlatformSpec) -> Fleet:
-    """The runners the platform deploys (adapter: one runner from the spec's runner section today)."""
-    limits = runner_limits(spec)
-    runner = LimitsRunner(limits.default_pool, limits.default_pool, tuple(spec.runner.tags), limits)
-    return Fleet({runner.name: runner}, dict.fromkeys(spec.profiles, runner.name))
-
-
-def platform_templates(spec: PlatformSpec, default_branch: str = DEFAULT_BRANCH) -> PlatformTemplates:
+def platform_templates(platform: Platform, default_branch: str = DEFAULT_BRANCH) -> PlatformTemplates:
     """The templates file as the platform commits it, and where."""
+    spec = platform.spec
     return PlatformTemplates(
         project=spec.gitlab.project,
         path=spec.ci.templates_path,
         branch=spec.ci.templates_branch or default_branch,
-        text=render_ci_templates(spec),
+        text=render_ci_templates(platform),
     )
 
 
@@ -140,21 +64,18 @@ class CheckResult:
 
 
 def check_pipeline(
-    path: Path,
-    spec: PlatformSpec,
-    root: Path | None = None,
-    *,
-    fleet: Fleet | None = None,
-    default_branch: str = DEFAULT_BRANCH,
+    path: Path, spec: PlatformSpec, root: Path | None = None, *, default_branch: str = DEFAULT_BRANCH
 ) -> CheckResult:
-    """Resolve the pipeline file `path` and check it (ResolveError: it cannot be resolved offline)."""
-    pipeline = resolve_file(path, root, platform_templates(spec, default_branch))
-    return check_resolved(pipeline, spec, fleet)
+    """Resolve the pipeline file `path` and check it (ResolveError: it cannot be resolved offline; SpecError:
+    the spec derives no platform)."""
+    platform = derive(spec)
+    pipeline = resolve_file(path, root, platform_templates(platform, default_branch))
+    return check_resolved(pipeline, platform)
 
 
-def check_resolved(pipeline: ResolvedPipeline, spec: PlatformSpec, fleet: Fleet | None = None) -> CheckResult:
+def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResult:
     """The platform's rules on a resolved pipeline."""
-    checker = _Checker(spec, fleet or platform_fleet(spec))
+    checker = _Checker(platform)
     for warning in pipeline.warnings:
         checker.result.warn(warning)
     for problem in pipeline.problems:
@@ -209,17 +130,17 @@ def _describe(runners: Iterable[Runner]) -> str:
 
 
 class _Checker:
-    def __init__(self, spec: PlatformSpec, fleet: Fleet) -> None:
-        self.spec = spec
-        self.fleet = fleet
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self.spec = platform.spec
         self.result = CheckResult()
-        self.family_profile = {family: name for name, p in spec.profiles.items() for family in p.families}
-        self.known_tags = {tag for runner in fleet.runners.values() for tag in runner.tags}
+        self.family_profile = {family: name for name, p in platform.profiles.items() for family in p.families}
+        self.known_tags = {tag for runner in platform.runners.values() for tag in runner.tags}
 
     def check(self, job: ResolvedJob) -> None:
         tokens = set(_TOKEN.split(job.name.lower()))
         families = sorted(tokens & set(self.family_profile))
-        taking = self.fleet.taking(job.tags)
+        taking = self.platform.runners_taking(job.tags)
         if families and (tokens & TRAINING_TOKENS or job.stage == self.spec.ci.stage):
             runner = self.check_family(job, families, taking)
         else:
@@ -245,7 +166,7 @@ class _Checker:
                 self.add(
                     job,
                     f"tags {list(job.tags)}: no gpu-ci runner holds them all "
-                    f"({_describe(self.fleet.runners.values())}): no runner takes it",
+                    f"({_describe(self.platform.runners.values())}): no runner takes it",
                 )
             return None
         return taking[0]
@@ -258,7 +179,7 @@ class _Checker:
             self.add(job, f"names model families of several profiles: {named}")
             return self.check_taken(job, taking)
         profile_name, family = profiles[0], families[0]
-        profile = self.spec.profiles[profile_name]
+        profile = self.platform.profiles[profile_name]
         if profile.template not in job.templates:
             extended = ", ".join(job.templates) or "no template"
             self.add(
@@ -267,7 +188,7 @@ class _Checker:
                 f"on pool {profile.pool}",
             )
             return self.check_taken(job, taking)
-        own = self.fleet.runners[self.fleet.profile_runner[profile_name]]
+        own = self.platform.runners[profile.runner]
         if len({r.pool for r in taking}) > 1:
             return self.check_taken(job, taking)
         if not taking:
