@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from infra.config.platform import load_spec
+from infra.model import derive
 from infra.pipeline.resolve import resolve_file
 from infra.render.ci_templates import render_ci_templates
 
@@ -115,7 +116,7 @@ def test_the_sample_pipeline(tmp_path: Path, dev_platform: dict[str, Any]) -> No
         {
             ".gitlab-ci.yml": pipeline,
             "ci/supervised.yml": (sample / "ci" / "supervised.yml").read_text(),
-            templates: render_ci_templates(load_spec(dev_platform)),
+            templates: render_ci_templates(derive(load_spec(dev_platform))),
         },
     )
     _compare(repo, _preview(command, repo))
