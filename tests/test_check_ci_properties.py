@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.__main__ import main
+from infra.cli import check_ci
+from infra.offline.stack_config import StackConfig
 from infra.pipeline.resolve import Reference, read_yaml
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -86,6 +88,12 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(shutil.copytree(FIXTURES / "training-repo", tmp_path_factory.mktemp("fuzz") / "repo"))
 
 
+@pytest.fixture(autouse=True)
+def _stack_read_once(monkeypatch: pytest.MonkeyPatch, dev_stack: StackConfig) -> None:
+    """The stack file is not what is fuzzed: read it once, not per example (the YAML parse dominates)."""
+    monkeypatch.setattr(check_ci, "load_stack_config", lambda *args, **kwargs: dev_stack)
+
+
 def _mutate(document: Any, path: list[int], value: Any, delete: bool) -> Any:
     """Replace (or delete) the node that `path` picks, walking mappings and lists by index."""
     if not path or not isinstance(document, (dict, list)) or not document:
@@ -111,7 +119,7 @@ def _fixture(name: str) -> Any:
     return read_yaml(source.read_text(), source.name)
 
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @SETTINGS
