@@ -201,7 +201,7 @@ SPEC_CASES = [
         "template-not-hidden",
         set_("profiles", "rl", "template", value="train-rl-base"),
         "platform.profiles.rl.template='train-rl-base': a hidden GitLab CI job name starts with '.', then a-z, "
-        "0-9, '-' or '_'",
+        "0-9, '-' or '_' (at most 255)",
     ),
     Bad(
         "new-node-type-without-figures",

@@ -3,7 +3,8 @@
 Fed by `platform.ci`, `platform.gitlab` and the profiles. The templates file is the text
 `infra.render.ci_templates` renders (also written by `python -m infra plan --out`), committed with
 `gitlab.RepositoryFile` to the path and branch the spec names; the training project's `.gitlab-ci.yml`
-`include:`s it. Variables go to the project or its group: `REGISTRY` (the registry namespace's
+`include:`s it. A file already at that path is only taken over with `ci.adopt_existing_templates: true`
+(`overwrite_on_create`); otherwise the create fails with GitLab's "file exists". Variables go to the project or its group: `REGISTRY` (the registry namespace's
 endpoint) and the spec's own, secret ones masked and protected with their value kept a Pulumi secret.
 """
 
@@ -60,11 +61,11 @@ class GitlabCi(pulumi.ComponentResource):
             encoding="text",
             author_name=COMMIT_AUTHOR,
             commit_message="gpu-ci: update the CI templates (generated from the platform spec)",
-            overwrite_on_create=True,
+            overwrite_on_create=spec.ci.adopt_existing_templates,
             opts=pulumi.ResourceOptions(parent=self),
         )
         plain = CiVariableSpec(value="", description="Container registry of the training images (gpu-ci)")
-        managed = {"REGISTRY": (plain, args.registry_endpoint)}
+        managed = {spec.ci.registry_variable: (plain, args.registry_endpoint)}
         for key, variable in sorted(spec.ci.variables.items()):
             value = secrets[variable.secret] if variable.secret is not None else variable.value
             managed[key] = (variable, pulumi.Output.secret(value) if variable.is_secret else value)

@@ -8,13 +8,9 @@ namespace and points the operator's existing ClusterPolicy at it. Names that are
 
 from __future__ import annotations
 
-import re
-
 from pydantic import field_validator
 
-from infra.config.base import DNS_LABEL, SpecModel
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from infra.config.base import DNS_SUBDOMAIN, SpecModel, is_dns_label
 
 
 class GpuOperatorSpec(SpecModel):
@@ -33,13 +29,13 @@ class GpuOperatorSpec(SpecModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
+        if not is_dns_label(value):
             raise ValueError("not a Kubernetes namespace name (a-z, 0-9 and '-', at most 63)")
         return value
 
     @field_validator("cluster_policy", "config_map")
     @classmethod
     def _object_name(cls, value: str) -> str:
-        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+        if len(value) > 253 or not DNS_SUBDOMAIN.fullmatch(value):
             raise ValueError("not a Kubernetes object name (a DNS subdomain: a-z, 0-9, '-' and '.')")
         return value

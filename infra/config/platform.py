@@ -15,7 +15,15 @@ from pydantic import Field, ValidationError
 
 from infra.capacity import fit_problems
 from infra.catalog import BUILTIN_CATALOG, Catalog, NodeType
-from infra.config.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
+from infra.config.base import (
+    DNS_LABEL,
+    MAX_NODE_TYPES,
+    MAX_POOLS,
+    MAX_PROFILES,
+    SpecModel,
+    label_key_problem,
+    label_value_problem,
+)
 from infra.config.ci import CiSpec, ci_problems
 from infra.config.cluster import ClusterSpec
 from infra.config.errors import Problem, SpecError, key_path, problems_from_validation
@@ -45,9 +53,9 @@ class PlatformSpec(SpecModel):
     region: Literal["fr-par", "nl-ams", "pl-waw"] = "fr-par"
     cluster: ClusterSpec = ClusterSpec()
     allocatable_reserve: ReserveSpec = ReserveSpec()
-    node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict)
-    pools: dict[str, PoolSpec]
-    profiles: dict[str, ProfileSpec]
+    node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict, max_length=MAX_NODE_TYPES)
+    pools: dict[str, PoolSpec] = Field(max_length=MAX_POOLS)
+    profiles: dict[str, ProfileSpec] = Field(max_length=MAX_PROFILES)
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     workload: WorkloadSpec | None = None
     """Daily CI load, for the cost report only; None leaves the workload part out of the report."""

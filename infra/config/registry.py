@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from infra.config.base import DNS_LABEL, SpecModel
+from infra.config.base import SpecModel, is_dns_label
 
 
 class RegistrySpec(SpecModel):
@@ -28,7 +28,7 @@ class RegistrySpec(SpecModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
+        if not is_dns_label(value):
             raise ValueError("not a registry namespace name (a-z, 0-9 and '-')")
         return value
 

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from infra.config.base import DNS_LABEL, Duration, SpecModel, duration_seconds
+from infra.config.base import (
+    MAX_CONCURRENT_JOBS,
+    MAX_LIST,
+    Duration,
+    SpecModel,
+    StrictInt,
+    duration_seconds,
+    is_dns_label,
+)
 from infra.config.errors import Problem, format_value, key_path
 
 if TYPE_CHECKING:
@@ -28,10 +36,10 @@ CACHE_SECRET_KEY_CONFIG = "runner_cache_secret_key"
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
 
-_CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_CACHE_PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
+_CHART_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,4}")
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_CACHE_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,254}")
 
 
 class RunnerCacheSpec(SpecModel):
@@ -40,7 +48,7 @@ class RunnerCacheSpec(SpecModel):
     bucket: str
     create: bool = True
     """Create the bucket (with an expiry rule); False uses an existing bucket of that name."""
-    expire_days: int | None = Field(30, ge=1)
+    expire_days: StrictInt | None = Field(30, ge=1, le=3650)
     """Cache objects older than this are deleted by a lifecycle rule (created buckets only)."""
     path: str = "gpu-ci"
     """Prefix of the cache objects in the bucket."""
@@ -50,14 +58,14 @@ class RunnerCacheSpec(SpecModel):
     @field_validator("bucket")
     @classmethod
     def _bucket(cls, value: str) -> str:
-        if not _BUCKET.match(value) or ".." in value:
+        if not _BUCKET.fullmatch(value) or ".." in value:
             raise ValueError("not a bucket name: 3-63 of a-z, 0-9, '.' and '-', starting and ending alphanumeric")
         return value
 
     @field_validator("path")
     @classmethod
     def _path(cls, value: str) -> str:
-        if not _CACHE_PATH.match(value) or ".." in value:
+        if not _CACHE_PATH.fullmatch(value) or ".." in value:
             raise ValueError("not an object prefix like gpu-ci or ci/cache")
         return value
 
@@ -73,13 +81,13 @@ class RunnerSpec(SpecModel):
     """Where a job that names no pool runs; None: the cheapest pool a profile targets."""
     manager_pool: str | None = None
     """Where the manager pod runs; None: the first always-on pool without a GPU."""
-    concurrent: int | None = Field(None, ge=1)
+    concurrent: StrictInt | None = Field(None, ge=1, le=MAX_CONCURRENT_JOBS)
     """Jobs the manager runs at once; None: every job slot of the profiles' pools at max_size."""
     job_timeout: Duration = "3h"
     """Longest job the runner accepts (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
-    tags: tuple[str, ...] = ("kapsule", "gpu")
+    tags: tuple[str, ...] = Field(("kapsule", "gpu"), max_length=MAX_LIST)
     """Runner tags; the CI templates carry the same tags. The runner takes no untagged jobs."""
-    description: str = "gpu-ci: Kapsule GPU runner (managed by Pulumi)"
+    description: str = Field("gpu-ci: Kapsule GPU runner (managed by Pulumi)", max_length=255)
     access_level: Literal["not_protected", "ref_protected"] = "not_protected"
     """`ref_protected` runs jobs of protected branches and tags only."""
     default_image: str = "alpine:3.22"
@@ -89,14 +97,14 @@ class RunnerSpec(SpecModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
+        if not is_dns_label(value):
             raise ValueError("not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')")
         return value
 
     @field_validator("chart_version")
     @classmethod
     def _chart_version(cls, value: str) -> str:
-        if not _CHART_VERSION.match(value):
+        if not _CHART_VERSION.fullmatch(value):
             raise ValueError("not a chart version like 0.86.0 (pin an exact version)")
         return value
 
@@ -113,7 +121,7 @@ class RunnerSpec(SpecModel):
         if not value:
             raise ValueError("needs at least one tag: the runner takes no untagged jobs")
         for tag in value:
-            if not _TAG.match(tag):
+            if not _TAG.fullmatch(tag):
                 raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
         if len(set(value)) != len(value):
             raise ValueError("lists a tag twice")
