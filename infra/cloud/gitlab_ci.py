@@ -4,8 +4,9 @@ Fed by `platform.ci`, `platform.gitlab` and the profiles. The templates file is 
 `infra.render.ci_templates` renders (also written by `python -m infra plan --out`), committed with
 `gitlab.RepositoryFile` to the path and branch the spec names; the training project's `.gitlab-ci.yml`
 `include:`s it. A file already at that path is only taken over with `ci.adopt_existing_templates: true`
-(`overwrite_on_create`); otherwise the create fails with GitLab's "file exists". Variables go to the project or its group: `REGISTRY` (the registry namespace's
-endpoint) and the spec's own, secret ones masked and protected with their value kept a Pulumi secret.
+(`overwrite_on_create`); otherwise the create fails with GitLab's "file exists". Variables go to the
+project or its group: `REGISTRY` (the registry namespace's endpoint; `ci.registry_variable` renames it)
+and the spec's own, secret ones masked and protected with their value kept a Pulumi secret.
 """
 
 from __future__ import annotations

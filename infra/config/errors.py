@@ -38,7 +38,7 @@ def format_value(value: object) -> str:
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 
-def _format(value: object, budget: int) -> str:
+def _format(value: object, budget: int) -> str:  # noqa: PLR0911 - one return per kind of value
     """format_value without the final cut; never builds much more than `budget` characters."""
     if value is _MISSING:
         return "<missing>"
