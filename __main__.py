@@ -3,6 +3,7 @@
 import pulumi
 
 from infra.cloud.platform import build_platform
+from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
 from infra.config.secrets import secret_config_keys
@@ -21,6 +22,10 @@ for key in secret_config_keys(spec):
     secrets[key] = config.require_secret(key)  # a missing one stops here, before any resource
     if not pulumi.runtime.is_config_secret(config.full_key(key)):
         raise pulumi.RunError(f"{config.full_key(key)} is stored in plain text: pulumi config set --secret {key} ...")
+
+for key in PROVIDER_CREDENTIAL_KEYS:  # a provider credential typed in clear sits in the stack file, in git
+    if pulumi.runtime.get_config(key) is not None and not pulumi.runtime.is_config_secret(key):
+        raise pulumi.RunError(f"{key} is stored in plain text: pulumi config set --secret {key} ...")
 
 for name, value in build_platform(spec, secrets).items():
     pulumi.export(name, value)

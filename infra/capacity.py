@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from infra.config.errors import Problem, key_path
-from infra.quantity import format_gib
+from infra.quantity import Cpu, Memory, format_gib
 
 if TYPE_CHECKING:
     from infra.catalog import NodeType
@@ -67,6 +67,9 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
             continue  # reported as a reference error
         pool = spec.pools[profile.pool]
         slots = gpu_slots(pool, node)
+        # (key, text, per job, allocatable, shown as, severity when n jobs do not fit; None: not checked).
+        # One job above the node is an error for limits too: the limit becomes the runner's maximum, and a
+        # job could never use it. n CPU limits above the node only throttle; n memory limits risk OOM.
         checks = (
             (
                 "cpu_request",
@@ -75,6 +78,14 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
                 node.allocatable_millicores,
                 _millicores,
                 "error",
+            ),
+            (
+                "cpu_limit",
+                profile.cpu_limit.text,
+                profile.cpu_limit.millicores,
+                node.allocatable_millicores,
+                _millicores,
+                None,
             ),
             (
                 "memory_request",
@@ -93,19 +104,82 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
                 "warning",
             ),
         )
+        too_large: set[str] = set()
         for key, text, per_job, allocatable, show, severity in checks:
-            where = f"one {pool.node_type} node's allocatable {show(allocatable)}"
+            where = f"one {pool.node_type} node's allocatable {show(max(allocatable, 0))}"
+            resource = key.split("_")[0]
             if per_job > allocatable:
-                reason = f"is larger than {where}"
-            elif slots * per_job > allocatable:
+                if resource not in too_large:  # a limit above a request that is already too large: said once
+                    problems.append(Problem(key_path("profiles", name, key), text, f"is larger than {where}"))
+                too_large.add(resource)
+            elif severity is not None and slots * per_job > allocatable:
                 verb = "exceeds" if severity == "error" else "overcommits"
                 reason = f"x {slots} jobs per node = {show(slots * per_job)} {verb} {where}"
                 reason += "; lower it or the pool's replicas" if severity == "error" else " (OOM if all hit the limit)"
-            else:
-                continue
-            problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
+                problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
         problems += _gpu_memory_problems(name, profile, pool, node)
-    return problems
+    return problems + _manager_problems(spec) + _idle_gpu_pool_problems(spec)
+
+
+MANAGER_CPU_REQUEST = Cpu.parse("100m")
+MANAGER_MEMORY_REQUEST = Memory.parse("128Mi")
+"""What the runner manager pod needs on its pool, beyond the node's reserve. The chart's default resources
+are empty (no request); these are gpu-ci's stated figures for one manager polling GitLab and creating pods."""
+
+
+def _manager_problems(spec: PlatformSpec) -> list[Problem]:
+    """The manager's pool must have room for the manager after the node's reserve (PLAY2-NANO has none)."""
+    from infra.config.runner import manager_pool  # noqa: PLC0415 - keeps capacity free of the runner section
+
+    name = manager_pool(spec)
+    node = spec.pool_node(name) if name is not None else None
+    if name is None or node is None or node.is_gpu:
+        return []  # reported by the runner's checks
+    short = [
+        f"{what} {shown} < {need}"
+        for what, have, need_value, need, shown in (
+            (
+                "CPU",
+                node.allocatable_millicores,
+                MANAGER_CPU_REQUEST.millicores,
+                MANAGER_CPU_REQUEST,
+                _millicores(max(node.allocatable_millicores, 0)),
+            ),
+            (
+                "memory",
+                node.allocatable_memory_bytes,
+                MANAGER_MEMORY_REQUEST.bytes,
+                MANAGER_MEMORY_REQUEST,
+                _gib(max(node.allocatable_memory_bytes, 0)),
+            ),
+        )
+        if have < need_value
+    ]
+    if not short:
+        return []
+    return [
+        Problem(
+            key_path("pools", name, "node_type"),
+            spec.pools[name].node_type,
+            f"cannot hold the runner manager ({MANAGER_CPU_REQUEST}, {MANAGER_MEMORY_REQUEST}): allocatable "
+            f"{', '.join(short)} after the node's reserve; pick a larger type or lower allocatable_reserve",
+        )
+    ]
+
+
+def _idle_gpu_pool_problems(spec: PlatformSpec) -> list[Problem]:
+    """A GPU pool no profile targets takes no CI job: a warning, it is probably a typo or a leftover."""
+    targeted = {profile.pool for profile in spec.profiles.values()}
+    return [
+        Problem(
+            key_path("pools", name),
+            spec.pools[name].node_type,
+            "no profile targets this GPU pool: no CI job will run on it (point a profile's pool at it, or remove it)",
+            "warning",
+        )
+        for name in spec.gpu_pools()
+        if name not in targeted
+    ]
 
 
 def gpu_memory_per_replica_gb(pool: PoolSpec, node: NodeType) -> Fraction:

@@ -13,7 +13,7 @@ from pathlib import Path
 from infra.cicheck import check_pipeline
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
-from infra.offline.stack_config import load_stack_config
+from infra.offline.stack_config import StackFileError, load_stack_config
 
 PIPELINE_FILE = ".gitlab-ci.yml"
 
@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     try:
         spec = load_spec(load_stack_config(args.stack, path=args.config).get("platform"))
-    except (FileNotFoundError, SpecError) as err:
+    except (FileNotFoundError, StackFileError, SpecError) as err:
         for line in str(err).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2

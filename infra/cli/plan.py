@@ -20,7 +20,8 @@ from infra.config.errors import SpecError
 from infra.config.platform import PlatformSpec, load_spec
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
-from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, load_stack_config
+from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
 from infra.render.report import render_report
 
@@ -39,11 +40,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         config = load_stack_config(args.stack, path=args.config)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, StackFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
         spec = load_spec(config.get("platform"))
+        in_project = args.config is None or args.config.resolve().parent == PROJECT_ROOT
+        if in_project and (collisions := stack_collisions(config, spec)):  # another stack file of this project
+            raise SpecError(collisions)
         run = run_program(config)
     except (SpecError, pulumi.RunError) as err:
         for line in str(err).splitlines():
