@@ -10,7 +10,11 @@ from infra.config.secrets import secret_config_keys
 
 config = pulumi.Config()
 try:
-    spec = load_spec(config.require_object("platform"))
+    raw = config.require_object("platform")
+except ValueError as err:  # JSON the engine passed but Python will not read (e.g. a 5000-digit number)
+    raise pulumi.RunError(f"platform: not a readable config object ({str(err).splitlines()[0][:200]})") from None
+try:
+    spec = load_spec(raw)
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
 

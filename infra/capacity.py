@@ -118,7 +118,24 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
                 reason += "; lower it or the pool's replicas" if severity == "error" else " (OOM if all hit the limit)"
                 problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
         problems += _gpu_memory_problems(name, profile, pool, node)
-    return problems + _manager_problems(spec) + _idle_gpu_pool_problems(spec)
+    return problems + _quota_problems(spec) + _manager_problems(spec) + _idle_gpu_pool_problems(spec)
+
+
+def _quota_problems(spec: PlatformSpec) -> list[Problem]:
+    """All pools at max_size together stay within MAX_POOL_NODES (each pool alone is bounded by its field)."""
+    from infra.config.base import MAX_POOL_NODES  # noqa: PLC0415 - capacity imports no spec module at load
+
+    total = sum(pool.max_size for pool in spec.pools.values())
+    if total <= MAX_POOL_NODES:
+        return []
+    sizes = {name: pool.max_size for name, pool in sorted(spec.pools.items())}
+    return [
+        Problem(
+            key_path("pools"),
+            sizes,
+            f"{total} nodes at max_size in all, above gpu-ci's quota of {MAX_POOL_NODES} (docs/config-limits.md)",
+        )
+    ]
 
 
 MANAGER_CPU_REQUEST = Cpu.parse("100m")

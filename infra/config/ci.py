@@ -36,6 +36,8 @@ RESERVED_CONFIG_KEYS = ("platform",)
 def _shorthand(value: Any) -> Any:
     """`NAME: value` is a plain variable; an object gives its options."""
     if isinstance(value, dict):
+        if len(value) > MAX_VARIABLES:  # refused before 60 000 entries are rewritten one by one
+            raise ValueError(f"{len(value)} variables, more than gpu-ci's limit of {MAX_VARIABLES}")
         return {
             name: {"value": v} if isinstance(v, (str, int, float)) and not isinstance(v, bool) else v
             for name, v in value.items()

@@ -76,7 +76,7 @@ def _format(value: object, budget: int) -> str:  # noqa: PLR0911 - one return pe
 
 def _plain(value: object, budget: int) -> str:
     """A key as written (no quotes), at most `budget` characters."""
-    text = value if isinstance(value, str) else _format(value, budget)
+    text = value if isinstance(value, str) and value.isprintable() else _format(value, budget)
     return text if len(text) <= budget else text[: budget - 1] + "…"
 
 
@@ -112,6 +112,10 @@ class SpecError(ValueError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+_BOUND_ERRORS = ("less_than_equal", "less_than", "too_long", "string_too_long")
+"""pydantic errors of a stated upper bound (a number, a count, a length): the line says where it is explained."""
+
+
 def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]:
     """Turn pydantic's errors into key=value lines, with the value the user wrote."""
     problems = []
@@ -125,6 +129,8 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
             value, reason = _MISSING, "required key is missing"
         elif kind == "extra_forbidden":
             reason = f"unknown key{_known_keys_hint(raw, loc)}"
+        elif kind in _BOUND_ERRORS:
+            reason += " (gpu-ci's limit: docs/config-limits.md)"
         problems.append(Problem(key_path(*loc), value, reason))
     if len(errors) > MAX_PROBLEMS:
         problems.append(Problem(CONFIG_ROOT, _ELIDED, f"and {len(errors) - MAX_PROBLEMS} more problems not shown"))
