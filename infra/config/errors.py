@@ -96,6 +96,8 @@ class Problem:
 
     def __str__(self) -> str:
         reason = self.reason if len(self.reason) <= 2 * MAX_SHOWN else self.reason[: 2 * MAX_SHOWN - 1] + "…"
+        if not reason.isprintable():  # a name with a newline, quoted in a reason, must not break the line
+            reason = "".join(c if c.isprintable() else repr(c)[1:-1] for c in reason)
         return f"{self.path}={format_value(self.value)}: {reason}"
 
 
