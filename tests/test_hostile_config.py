@@ -109,7 +109,7 @@ def _mutate(platform: dict[str, Any], path: tuple[Any, ...], kind: str, value: A
         parent[value if isinstance(value, str) else str(last) + "\n"] = parent.pop(last)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(
     mutations=st.lists(
         st.tuples(

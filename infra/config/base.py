@@ -43,13 +43,13 @@ StrictFloat = Annotated[float, Strict()]
 """A finite number (ints are fine); `"0.5"` and booleans are refused."""
 
 MAX_POOL_NODES = 100
-"""Nodes of one pool at max_size, and of all pools together: Kapsule's node limit for a mutualized
-cluster is 150 per cluster, and GPU instance quotas per project are far lower; raise it here on purpose."""
+"""Nodes of one pool at max_size, and of all pools together: gpu-ci's own quota, far above what a CI platform
+needs or a Scaleway project's GPU quota allows, so a slip of a few zeros is caught; raise it here on purpose."""
 MAX_COLD_START_MINUTES = 240
 MAX_WAIT_SECONDS = 7 * 24 * 3600
 """Longest duration of any setting (timeouts, scale-down delays): one week."""
 MAX_ROOT_VOLUME_GB = 10_000
-"""Scaleway's largest block volume (10 TB)."""
+"""Far above any node's root volume (CUDA images need ~100 GB)."""
 MAX_CONCURRENT_JOBS = 1000
 MAX_JOBS_PER_DAY = 10_000
 MAX_BATCHES_PER_DAY = 1440

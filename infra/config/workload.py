@@ -70,6 +70,16 @@ def workload_problems(spec: PlatformSpec) -> list[Problem]:
                     f"no such profile (profiles: {', '.join(sorted(spec.profiles))})",
                 )
             )
+    total = sum(load.jobs_per_day for load in workload.profiles.values())
+    if total > MAX_JOBS_PER_DAY:
+        problems.append(
+            Problem(
+                key_path("workload", "profiles"),
+                {name: load.jobs_per_day for name, load in sorted(workload.profiles.items())},
+                f"{total} jobs a day in all, above gpu-ci's limit of {MAX_JOBS_PER_DAY} (the cost model "
+                "simulates every job; docs/config-limits.md)",
+            )
+        )
     baseline = workload.baseline
     if baseline.node_type not in spec.catalog:
         problems.append(Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "unknown node type"))
