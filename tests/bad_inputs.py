@@ -531,8 +531,13 @@ HARDENING_CASES = [
     Bad(
         "integer-of-5000-digits",
         set_("pools", "ci-compile", "max_size", value=10**5000 - 1),
-        "platform.pools.ci-compile.max_size=<an integer of about 5000 digits>: Input should be "
-        "less than or equal to 100 (gpu-ci's limit: docs/config-limits.md)",
+        "platform.pools.ci-compile.max_size=<an integer of about 5000 digits>: is too large a number for any setting",
+        program=False,
+    ),
+    Bad(
+        "integer-of-5000-digits-for-a-name",
+        set_("cluster", "name", value=10**5000 - 1),
+        "platform.cluster.name=<an integer of about 5000 digits>: is too large a number for any setting",
         program=False,
     ),
     Bad(

@@ -79,7 +79,19 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
-DEV = load_stack_config("dev").get("platform")
+def _rich_dev() -> dict[str, Any]:
+    """The dev platform plus the optional sections it leaves out, so mutations reach them too."""
+    platform = copy.deepcopy(load_stack_config("dev").get("platform"))
+    platform["node_types"] = {"L4-1-24G": {"eur_per_hour": 0.8, "reserve": {"cpu": "1", "memory": "4Gi"}}}
+    platform["pools"]["ci-compile"]["labels"] = {"team": "ml"}
+    platform["cluster"]["private_network_subnet"] = "172.16.0.0/22"
+    platform["runner"]["cache"] = {"bucket": "gpu-ci-cache", "expire_days": 30}
+    platform["ci"]["variables"] = {"DATASET_URI": "s3://datasets/lob", "HF_TOKEN": {"secret": "hf_token"}}
+    load_spec(platform)  # still valid
+    return platform
+
+
+DEV = _rich_dev()
 PATHS = _paths(DEV)
 
 

@@ -80,6 +80,35 @@ def _plain(value: object, budget: int) -> str:
     return text if len(text) <= budget else text[: budget - 1] + "…"
 
 
+MAX_RAW_NODES = 200_000
+"""Values (keys, items, scalars) a platform object may hold before it is validated at all."""
+MAX_INT_BITS = 256
+"""No setting takes a number this large; Python refuses to even print one of 4300 digits or more."""
+
+
+def raw_problems(raw: object) -> list[Problem]:
+    """Before validation: numbers too large for any setting (a 5000-digit integer breaks str()) and objects too
+    large to be a stack config. Iterative, so nesting depth cannot overflow the stack."""
+    problems: list[Problem] = []
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(raw, ())]
+    seen = 0
+    while stack and len(problems) < MAX_PROBLEMS:
+        node, path = stack.pop()
+        seen += 1
+        if seen > MAX_RAW_NODES:
+            return [Problem(CONFIG_ROOT, _ELIDED, f"holds more than {MAX_RAW_NODES} values, not a stack config")]
+        if isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > MAX_INT_BITS:
+            problems.append(Problem(key_path(*path), node, "is too large a number for any setting"))
+        elif isinstance(node, dict):
+            stack.extend(
+                (value, (*path, key if isinstance(key, (str, int)) else str(key))) for key, value in node.items()
+            )
+            stack.extend((key, path) for key in node if isinstance(key, int) and not isinstance(key, bool))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((value, (*path, index)) for index, value in enumerate(node))
+    return problems
+
+
 def key_path(*parts: str | int) -> str:
     """`platform.<part>.<part>`, each part cut to MAX_KEY_PART characters (a key can be as hostile as a value)."""
     return ".".join([CONFIG_ROOT, *(_plain(p, MAX_KEY_PART) for p in parts)])

@@ -26,7 +26,7 @@ from infra.config.base import (
 )
 from infra.config.ci import CiSpec, ci_problems
 from infra.config.cluster import ClusterSpec
-from infra.config.errors import Problem, SpecError, key_path, problems_from_validation
+from infra.config.errors import Problem, SpecError, key_path, problems_from_validation, raw_problems
 from infra.config.gitlab import GitlabSpec, gitlab_problems
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.node_types import NodeTypeSpec, ReserveSpec, build_catalog
@@ -101,6 +101,8 @@ def load_spec(raw: object) -> PlatformSpec:
     """Parse and validate the `platform` config object; raise SpecError listing every problem."""
     if not isinstance(raw, dict):
         raise SpecError([Problem("platform", raw, "must be an object (set it with pulumi config set --path)")])
+    if early := raw_problems(raw):  # numbers too large to even print, objects too large to walk
+        raise SpecError(early)
     try:
         spec = PlatformSpec.model_validate(raw)
     except ValidationError as exc:
