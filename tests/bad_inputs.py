@@ -234,7 +234,7 @@ SPEC_CASES = [
     Bad(
         "bad-operator-namespace",
         set_("gpu_operator", "namespace", value="Kube_System"),
-        "platform.gpu_operator.namespace='Kube_System': not a Kubernetes namespace name (a-z, 0-9 and '-', at most 63)",
+        "platform.gpu_operator.namespace='Kube_System': not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')",
     ),
     Bad(
         "workload-of-unknown-profile",

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, Strict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer, Strict
 
 from infra.quantity import MAX_MILLI_UNITS, Cpu, Memory
 
@@ -93,19 +93,16 @@ def pattern(regex: str, hint: str, max_length: int = 255) -> AfterValidator:
     return AfterValidator(check)
 
 
-DnsLabel = Annotated[str, pattern(DNS_LABEL.pattern, "not a name of 1-63 of a-z, 0-9 and '-'", 63)]
-"""A Kubernetes namespace or object name that must also be a label value (RFC 1123 label)."""
+KubernetesNamespace = Annotated[
+    str, pattern(DNS_LABEL.pattern, "not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')", 63)
+]
+"""A namespace: an RFC 1123 label of at most 63 characters."""
 DnsSubdomain = Annotated[
     str, pattern(DNS_SUBDOMAIN.pattern, "not a Kubernetes object name (a DNS subdomain: a-z, 0-9, '-' and '.')", 253)
 ]
 CiVariableName = Annotated[
     str, pattern(CI_VARIABLE.pattern, "not a valid CI variable name (letters, digits, '_')", MAX_CI_VARIABLE_NAME)
 ]
-
-
-def bounded_str(max_length: int) -> Any:
-    """A string of at most `max_length` characters (e.g. 255 for a GitLab job name)."""
-    return Annotated[str, Field(max_length=max_length)]
 
 
 def _private_network(value: Any) -> ipaddress.IPv4Network:
