@@ -303,3 +303,21 @@ def test_the_dev_stack_keeps_its_names(dev_stack: StackConfig) -> None:
     assert [r.plain_inputs["key"] for r in run.resources if r.type.endswith("ProjectVariable")] == ["REGISTRY"]
     (templates,) = [r for r in run.resources if r.type.endswith("RepositoryFile")]
     assert templates.plain_inputs["filePath"] == ".gitlab/ci/gpu-ci-templates.yml"
+
+
+def test_a_valid_stack_file_with_ordinary_aliases_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The alias budget leaves room for ordinary anchors: the dev stack with its zones as one alias plans (exit 0)."""
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    first = text.index("zone: fr-par-2")
+    text = (
+        text[:first]
+        + "zone: &zone fr-par-2"
+        + text[first + len("zone: fr-par-2") :].replace("zone: fr-par-2", "zone: *zone")
+    )
+    assert text.count("*zone") == 2
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(text)
+    assert cli_main(["plan", "--json", "--config", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert '"stack": "dev"' in captured.out
