@@ -24,7 +24,7 @@ from infra.config.errors import format_value
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 MAX_STACK_FILE_BYTES = 1 << 20
 """A stack file larger than 1 MiB is refused unread (the dev stack's is about 4 KiB)."""
-MAX_EXPANDED_NODES = 100_000
+MAX_EXPANDED_NODES = 50_000
 """YAML nodes a stack file may expand to, aliases counted each time they are used (the dev stack: ~300)."""
 
 
@@ -103,12 +103,14 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:  # noq
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise StackFileError(f"{name}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from None
+    loader = _LOADER(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_events(text)
+        root = loader.get_single_node()
         if root is None:
             return {}, {}
         _check_nodes(root)
-        document = yaml.load(text, Loader=yaml.SafeLoader)
+        document = loader.construct_document(root)
     except StackFileError as err:
         raise StackFileError(f"{name}:{err}") from None
     except yaml.MarkedYAMLError as err:
@@ -117,6 +119,8 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:  # noq
         raise StackFileError(f"{where}: not valid YAML: {err.problem or err.context}") from None
     except (yaml.YAMLError, ValueError, RecursionError) as err:
         raise StackFileError(f"{name}: not a readable stack file: {str(err).splitlines()[0][:200]}") from None
+    finally:
+        loader.dispose()
     if not isinstance(document, dict) or not isinstance(root, yaml.MappingNode):
         raise StackFileError(f"{name}:1: must be a mapping with a config: key, not {type(document).__name__}")
     config = document.get("config")
@@ -142,45 +146,65 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _MAX_NUMBER_TEXT = 100
 
 
-def _check_nodes(root: yaml.Node) -> None:
-    """Refuse duplicate keys, recursive aliases and alias expansion past MAX_EXPANDED_NODES, before building."""
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML has it (several times faster), else the pure-Python one."""
+MAX_DEPTH = 64
+"""Nesting of mappings and lists a stack file may have (the dev stack: 6)."""
 
-    def size(node: yaml.Node) -> int:
-        if id(node) in sizes:
-            return sizes[id(node)]
-        if id(node) in open_nodes:
-            raise StackFileError(f"{node.start_mark.line + 1}: a recursive alias")
-        open_nodes.add(id(node))
-        total = 1
+
+def _check_events(text: str) -> None:
+    """One streaming pass over the YAML events, before any node is built: nesting depth, recursive aliases, and
+    the size the document expands to with every alias counted each time it is used (a "billion laughs" file
+    is ten lines that expand to a billion values)."""
+    total = 0
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, total when it started)
+    sizes: dict[str, int] = {}
+    for event in yaml.parse(text, Loader=_LOADER):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 1
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                raise StackFileError(f"{line}: a recursive or undefined alias *{event.anchor}")
+            total += sizes[event.anchor]
+        elif isinstance(event, yaml.ScalarEvent):
+            total += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            open_nodes.append((event.anchor, total))
+            total += 1
+            if len(open_nodes) > MAX_DEPTH:
+                raise StackFileError(f"{line}: nested more than {MAX_DEPTH} levels deep, not a stack config")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, started = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = total - started
+        if total > MAX_EXPANDED_NODES:
+            raise StackFileError(
+                f"{line}: expands to more than {MAX_EXPANDED_NODES} values (aliases), not a stack config"
+            )
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuse duplicate keys and numbers too long to convert (checked once per node, aliases included)."""
+    seen_nodes: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
         if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
             raise StackFileError(f"{node.start_mark.line + 1}: a number of {len(node.value)} characters")
         if isinstance(node, yaml.MappingNode):
-            seen: set[tuple[str, str]] = set()
+            keys: set[tuple[str, str]] = set()
             for key, value in node.value:
                 if isinstance(key, yaml.ScalarNode):
-                    if (key.tag, key.value) in seen:
+                    if (key.tag, key.value) in keys:
                         raise StackFileError(f"{key.start_mark.line + 1}: duplicate key {format_value(key.value)}")
-                    seen.add((key.tag, key.value))
-                total += size(key) + size(value)
-                if total > MAX_EXPANDED_NODES:
-                    break
+                    keys.add((key.tag, key.value))
+                pending += (key, value)
         elif isinstance(node, yaml.SequenceNode):
-            for item in node.value:
-                total += size(item)
-                if total > MAX_EXPANDED_NODES:
-                    break
-        if total > MAX_EXPANDED_NODES:
-            raise StackFileError(
-                f"{node.start_mark.line + 1}: expands to more than {MAX_EXPANDED_NODES} values (aliases), "
-                "not a stack config"
-            )
-        open_nodes.discard(id(node))
-        sizes[id(node)] = total
-        return total
-
-    size(root)
+            pending += node.value
 
 
 def list_stacks(root: Path = PROJECT_ROOT) -> list[str]:
