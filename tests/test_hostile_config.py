@@ -224,7 +224,10 @@ def test_an_alias_bomb_and_a_huge_file_and_a_directory_are_refused_at_once(
     started = time.perf_counter()
     assert _plan(bomb, capsys) == (
         2,
-        ["error: bomb.yaml:6: expands to more than 50000 values (each alias counted where it is used), not a stack config"],
+        [
+            "error: bomb.yaml:6: expands to more than 50000 values (each alias counted where it is used), "
+            "not a stack config"
+        ],
     )
     assert _plan(big, capsys) == (2, ["error: big.yaml: larger than 1024 KiB, not a stack file"])
     assert _plan(tmp_path, capsys)[1] == [f"error: {tmp_path.name}: is a directory, not a stack file"]

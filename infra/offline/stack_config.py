@@ -180,7 +180,8 @@ def _check_events(text: str) -> None:
                 sizes[anchor] = total - started
         if total > MAX_EXPANDED_NODES:
             raise StackFileError(
-                f"{line}: expands to more than {MAX_EXPANDED_NODES} values (each alias counted where it is used), not a stack config"
+                f"{line}: expands to more than {MAX_EXPANDED_NODES} values (each alias counted where it is used), "
+                "not a stack config"
             )
 
 
