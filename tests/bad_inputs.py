@@ -452,6 +452,16 @@ def _rename_pool(old: str, new: str) -> Edit:
     return edit
 
 
+def _rename_profile(old: str, new: str) -> Edit:
+    """Rename a profile and its workload entry, so only the name itself is wrong."""
+
+    def edit(platform: dict[str, Any]) -> None:
+        platform["profiles"][new] = platform["profiles"].pop(old)
+        platform["workload"]["profiles"][new] = platform["workload"]["profiles"].pop(old)
+
+    return edit
+
+
 def _many_pools(platform: dict[str, Any]) -> None:
     for i in range(20_000):
         platform["pools"][f"extra-{i}"] = {"node_type": "L4-1-24G", "zone": "fr-par-2"}
@@ -688,6 +698,29 @@ HARDENING_CASES = [
         set_("ci", "registry_variable", value="REGISTRY_PROD"),
         "platform.ci.image='${REGISTRY}/training:${CI_COMMIT_SHA}': uses ${REGISTRY}, but "
         "ci.registry_variable is REGISTRY_PROD: write ${REGISTRY_PROD}",
+    ),
+    Bad(
+        "profile-name-too-long",
+        _rename_profile("rl", "r" * 64),
+        "platform.profiles.rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr='rrrrrr"
+        "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr': profile name must be 1-63 of "
+        "a-z, 0-9 and '-'",
+    ),
+    Bad(
+        "cluster-name-too-long",
+        set_("cluster", "name", value="c" * 64),
+        "platform.cluster.name='cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc': "
+        "String should have at most 63 characters (gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "manager-pool-newline",
+        set_("runner", "manager_pool", value="system\n"),
+        "platform.runner.manager_pool='system\\n': no such pool (ci-compile, ci-training, system)",
+    ),
+    Bad(
+        "private-subnet-newline",
+        set_("cluster", "private_network_subnet", value="172.16.0.0/22\n"),
+        "platform.cluster.private_network_subnet='172.16.0.0/22\\n': not an IPv4 CIDR ('22\\n' is not a valid netmask)",
     ),
 ]
 """The fuzz findings: trailing newlines, hangs, tracebacks, absurd numbers, unit slips, credentials in clear,

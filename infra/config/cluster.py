@@ -44,7 +44,7 @@ class AutoUpgradeSpec(SpecModel):
 class ClusterSpec(SpecModel):
     """The Kapsule cluster, or the id of an existing one to adopt."""
 
-    name: str = "gpu-ci"
+    name: str = Field("gpu-ci", max_length=63)
     version: str = "1.35"
     cni: Literal["cilium", "calico", "kilo", "none"] = "cilium"
     type: Literal["kapsule", "kapsule-dedicated-4", "kapsule-dedicated-8", "kapsule-dedicated-16"] = "kapsule"

@@ -278,8 +278,8 @@ def _always_on_problems(spec: PlatformSpec) -> list[Problem]:
 
 def _profile_problems(spec: PlatformSpec, name: str) -> list[Problem]:
     profile, path = spec.profiles[name], ("profiles", name)
-    if not DNS_LABEL.match(name):
-        return [Problem(key_path(*path), name, "profile name must be a-z, 0-9 and '-'")]
+    if not DNS_LABEL.match(name) or len(name) > 63:
+        return [Problem(key_path(*path), name, "profile name must be 1-63 of a-z, 0-9 and '-'")]
     if profile.pool not in spec.pools:
         return [
             Problem(key_path(*path, "pool"), profile.pool, f"no such pool (pools: {', '.join(sorted(spec.pools))})")
