@@ -1,12 +1,17 @@
-"""gpu-ci: the Pulumi program. Reads the platform spec from stack config, builds it, exports the results."""
+"""gpu-ci: the Pulumi program. Reads the platform spec from stack config, derives the platform, builds it.
+
+Everything that can fail or take time (validation, the derived model, the capacity and cost report) runs
+before the first resource is registered: a bad config stops `pulumi up` before it changes anything.
+"""
 
 import pulumi
 
 from infra.cloud.platform import build_platform
 from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
 from infra.config.secrets import secret_config_keys
+from infra.model import load_platform
+from infra.render.report import stack_report
 
 config = pulumi.Config()
 try:
@@ -14,15 +19,16 @@ try:
 except ValueError as err:  # JSON the engine passed but Python will not read (e.g. a 5000-digit number)
     raise pulumi.RunError(f"platform: not a readable config object ({str(err).splitlines()[0][:200]})") from None
 try:
-    spec = load_spec(raw)
+    platform = load_platform(raw)
+    report = stack_report(platform)
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
 
-for warning in spec.warnings():
+for warning in platform.warnings:
     pulumi.log.warn(str(warning))
 
 secrets = {}  # the stack secrets the spec names (cache keys, secret CI variables), kept Pulumi secrets
-for key in secret_config_keys(spec):
+for key in secret_config_keys(platform.spec):
     secrets[key] = config.require_secret(key)  # a missing one stops here, before any resource
     if not pulumi.runtime.is_config_secret(config.full_key(key)):
         raise pulumi.RunError(f"{config.full_key(key)} is stored in plain text: pulumi config set --secret {key} ...")
@@ -31,5 +37,5 @@ for key in PROVIDER_CREDENTIAL_KEYS:  # a provider credential typed in clear sit
     if pulumi.runtime.get_config(key) is not None and not pulumi.runtime.is_config_secret(key):
         raise pulumi.RunError(f"{key} is stored in plain text: pulumi config set --secret {key} ...")
 
-for name, value in build_platform(spec, secrets).items():
+for name, value in build_platform(platform, secrets, report).items():
     pulumi.export(name, value)

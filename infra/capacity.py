@@ -8,7 +8,6 @@ allocatable CPU and memory by their requests; limits above allocatable are overc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -45,7 +44,7 @@ class ProfileFit:
 
 def gpu_slots(pool: PoolSpec, node: NodeType) -> int:
     """Jobs one node of the pool schedules: GPUs x sharing replicas (CPU pools run no CI jobs)."""
-    return node.gpus * pool.sharing_replicas()
+    return node.gpus * pool.gpu_sharing.replicas_per_gpu
 
 
 def profile_fit(name: str, profile: ProfileSpec, pool: PoolSpec, node: NodeType) -> ProfileFit:
@@ -201,7 +200,7 @@ def _idle_gpu_pool_problems(spec: PlatformSpec) -> list[Problem]:
 
 def gpu_memory_per_replica_gb(pool: PoolSpec, node: NodeType) -> Fraction:
     """One job's share of its GPU's memory: enforced by MPS (total / replicas), only nominal otherwise."""
-    return Fraction(node.gpu_memory_gb) / pool.sharing_replicas()
+    return Fraction(node.gpu_memory_gb) / pool.gpu_sharing.replicas_per_gpu
 
 
 def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: NodeType) -> list[Problem]:
@@ -212,19 +211,19 @@ def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: 
     need = Fraction(str(profile.gpu_memory_gb))
     shown = int(need) if need.denominator == 1 else profile.gpu_memory_gb  # 16, as written, not 16.0
     path = key_path("profiles", name, "gpu_memory_gb")
-    replicas, total = pool.sharing_replicas(), node.gpu_memory_gb
-    strategy = pool.gpu_sharing.strategy if pool.gpu_sharing and replicas > 1 else "none"
+    sharing, total = pool.gpu_sharing, node.gpu_memory_gb
+    replicas = sharing.replicas_per_gpu
     gpu = f"one {pool.node_type} GPU's {total} GB"
     if need > total:
         return [Problem(path, shown, f"is more than {gpu}")]
     share = gpu_memory_per_replica_gb(pool, node)
-    if strategy == "mps" and need > share:
+    if sharing.isolates_memory and replicas > 1 and need > share:
         reason = (
             f"is more than one MPS replica's share of {gpu} / {replicas} = {format_gb(share)}; "
             "lower the pool's replicas or use time-slicing"
         )
         return [Problem(path, shown, reason)]
-    if strategy == "time-slicing" and need * replicas > total:
+    if not sharing.isolates_memory and need * replicas > total:
         reason = (
             f"x {replicas} jobs per GPU = {format_gb(need * replicas)} exceeds {gpu}: "
             "time-slicing does not isolate GPU memory, so jobs may OOM each other"
@@ -244,121 +243,3 @@ def _millicores(value: int) -> str:
 
 def _gib(value: int) -> str:
     return format_gib(Fraction(value, 2**30))
-
-
-@dataclass(frozen=True)
-class PoolReport:
-    """One row of the capacity report."""
-
-    pool: str
-    node_type: str
-    zone: str
-    min_size: int
-    max_size: int
-    allocatable_cpu: str
-    allocatable_memory: str
-    gpu: str
-    sharing: str
-    profiles: tuple[str, ...]
-    jobs_per_node: int
-    binding: str
-    max_concurrent_jobs: int
-    eur_per_hour_per_node: Fraction
-    idle_eur_per_hour: Fraction
-    """What the pool costs with no job running: its min_size nodes (zero for scale-to-zero pools)."""
-
-    def as_json(self) -> dict[str, object]:
-        """JSON-ready: euros as floats rounded to 1/10000 of a cent, tuples as lists."""
-        return {
-            key: round(float(value), 6)
-            if isinstance(value, Fraction)
-            else list(value)
-            if isinstance(value, tuple)
-            else value
-            for key, value in self.__dict__.items()
-        }
-
-
-def pool_reports(spec: PlatformSpec) -> list[PoolReport]:
-    """Per pool: what a node offers, how many jobs it takes and what binds it, what it costs."""
-    rows = []
-    for name, pool in sorted(spec.pools.items()):
-        node = spec.catalog[pool.node_type]
-        fits = [profile_fit(p, spec.profiles[p], pool, node) for p in spec.profiles_on(name)]
-        if fits:
-            tightest = min(fits, key=lambda f: f.jobs_per_node)
-            jobs, binding = tightest.jobs_per_node, tightest.binding
-        else:
-            jobs, binding = 0, "no CI jobs (system pool)" if not node.is_gpu else "no profile routed here"
-        sharing = pool.gpu_sharing
-        rows.append(
-            PoolReport(
-                pool=name,
-                node_type=pool.node_type,
-                zone=pool.zone,
-                min_size=pool.min_size,
-                max_size=pool.max_size,
-                allocatable_cpu=str(node.allocatable_cpu),
-                allocatable_memory=format_gib(Fraction(node.allocatable_memory_bytes, 2**30)),
-                gpu=f"{node.gpus}x {node.gpu_model} {node.gpu_memory_gb} GB" if node.is_gpu else "-",
-                sharing=(
-                    f"{sharing.strategy} x{sharing.replicas}"
-                    if sharing and sharing.strategy != "none"
-                    else ("none" if node.is_gpu else "-")
-                ),
-                profiles=tuple(p.profile for p in fits),
-                jobs_per_node=jobs,
-                binding=binding,
-                max_concurrent_jobs=jobs * pool.max_size,
-                eur_per_hour_per_node=node.eur_per_hour,
-                idle_eur_per_hour=node.eur_per_hour * pool.min_size,
-            )
-        )
-    return rows
-
-
-def format_eur(amount: Fraction) -> str:
-    """Euros to 4 decimals, rounded half up on the exact value (0.39375 -> 0.3938, not float's 0.3937)."""
-    exact = Decimal(amount.numerator) / Decimal(amount.denominator)
-    return str(exact.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP))
-
-
-def render_pool_table(rows: list[PoolReport]) -> str:
-    """The capacity report as a fixed-width text table (what `python -m infra plan` prints)."""
-    header = (
-        "pool",
-        "node type",
-        "zone",
-        "nodes",
-        "allocatable",
-        "GPU sharing",
-        "profiles",
-        "jobs/node",
-        "bound by",
-        "EUR/h per node up",
-        "EUR/h idle",
-    )
-    body = [
-        (
-            r.pool,
-            r.node_type,
-            r.zone,
-            f"{r.min_size}-{r.max_size}",
-            f"{r.allocatable_cpu} CPU, {r.allocatable_memory}",
-            r.sharing,
-            ",".join(r.profiles) or "-",
-            str(r.jobs_per_node),
-            r.binding,
-            format_eur(r.eur_per_hour_per_node),
-            format_eur(r.idle_eur_per_hour),
-        )
-        for r in rows
-    ]
-    return render_table(header, body)
-
-
-def render_table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *body]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"

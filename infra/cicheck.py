@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from infra.config.pools import POOL_NAME_LABEL
+from infra.model import Platform, Runner, derive
 from infra.quantity import QuantityError
 from infra.render.ci_templates import render_ci_templates
 from infra.routing import (
@@ -30,10 +32,8 @@ from infra.routing import (
     NODE_SELECTOR_PREFIX,
     JobResource,
     Quantity,
-    RunnerLimits,
     magnitude,
     parse_quantity,
-    runner_limits,
 )
 
 if TYPE_CHECKING:
@@ -186,7 +186,12 @@ class _Job:
     variables: dict[str, Any]
     origin: dict[str, tuple[str, str]]
     tags: list[str]
-    on_runner: bool
+    runner: Runner | None
+    """The gpu-ci runner that takes the job (GitLab: one holding all its tags), None if none does."""
+
+    @property
+    def on_runner(self) -> bool:
+        return self.runner is not None
 
     def where(self, variable: str) -> tuple[str, str]:
         """(file, job or `variables`) that set the variable: an inherited value is reported where defined."""
@@ -199,7 +204,7 @@ class _Checker:
     def __init__(self, spec: PlatformSpec, root: Path) -> None:
         self.spec = spec
         self.root = root
-        self.limits: RunnerLimits = runner_limits(spec)
+        self.platform: Platform = derive(spec)
         self.pipeline = _Pipeline()
         self.result = CheckResult()
         self.family_profile = {family: name for name, p in spec.profiles.items() for family in p.families}
@@ -214,7 +219,7 @@ class _Checker:
         """Merge a file into the pipeline: its includes first, then its own keys (which win)."""
         shown = self.display(path)
         # A missing file here is the generated templates, not committed yet: what `pulumi up` will commit.
-        text = path.read_text(encoding="utf-8") if path.exists() else render_ci_templates(self.spec)
+        text = path.read_text(encoding="utf-8") if path.exists() else render_ci_templates(self.platform)
         try:
             document = _read_yaml(text)
         except yaml.YAMLError as err:
@@ -228,7 +233,7 @@ class _Checker:
                 self.result.add(Violation(shown, None, f"includes nest deeper than {MAX_INCLUDE_DEPTH} levels"))
                 break
             if from_platform:  # the default branch's copy: what `pulumi up` committed from this spec
-                self.merge(_read_yaml(render_ci_templates(self.spec)), include)
+                self.merge(_read_yaml(render_ci_templates(self.platform)), include)
                 continue
             targets = self.local_targets(include)
             if not targets:
@@ -318,8 +323,9 @@ class _Checker:
         origin.update(resolved.variable_origin)
         tags = resolved.job.get("tags", pipeline.default.get("tags")) or []
         tags = [str(t) for t in tags] if isinstance(tags, list) else []
-        on_runner = bool(tags) and set(tags) <= set(self.spec.runner.tags)  # the runner takes no untagged job
-        return _Job(name, pipeline.origin[name], resolved, variables, origin, tags, on_runner)
+        takers = self.platform.runners_taking(tags)
+        runner = takers[0] if len(takers) == 1 else None
+        return _Job(name, pipeline.origin[name], resolved, variables, origin, tags, runner)
 
     def check_jobs(self) -> None:
         for name in self.pipeline.jobs:
@@ -358,27 +364,29 @@ class _Checker:
                 )
             )
             return
-        if not job.on_runner:
+        profile_tags = self.platform.profiles[profile_name].tags
+        if job.runner is None:
             self.result.add(
                 Violation(
                     job.file,
                     job.name,
-                    f"tags {job.tags} are not the runner's {list(self.spec.runner.tags)}: no gpu-ci runner takes it",
+                    f"tags {job.tags} are held by no gpu-ci runner (the template's are {list(profile_tags)}): "
+                    "no gpu-ci runner takes it",
                 )
             )
             return
         selectors = [
             _expand(raw, job.variables) for key, raw in job.variables.items() if key.startswith(NODE_SELECTOR_PREFIX)
         ]
-        if any(value is None or not self.limits.admits_node_selector(value) for value in selectors):
+        if any(value is None or not job.runner.admits_node_selector(value) for value in selectors):
             return  # refused or unknown: reported by check_selectors
-        pools = {self.limits.pool_of(value) for value in selectors if value is not None} - {None}
+        pools = {_pool_of(value) for value in selectors if value is not None} - {None}
         if len(pools) > 1:
             self.result.add(
                 Violation(job.file, job.name, f"selects several pools: {', '.join(sorted(map(str, pools)))}")
             )
             return
-        pool = next(iter(pools)) if pools else self.limits.default_pool
+        pool = next(iter(pools)) if pools else job.runner.pool
         if pool != profile.pool:
             self.result.add(
                 Violation(
@@ -393,7 +401,7 @@ class _Checker:
         effective: dict[str, Quantity | None] = {}
         for resource in JOB_RESOURCES:
             if resource.variable not in job.variables:
-                effective[resource.field] = self.limits.defaults[resource.field]
+                effective[resource.field] = job.runner.defaults[resource.field] if job.runner else None
                 continue
             effective[resource.field] = self.override(job, resource)
         for kind in ("cpu", "memory"):
@@ -419,7 +427,8 @@ class _Checker:
         except QuantityError as err:
             self.result.add(Violation(file, definer, f"{resource.variable}={text!r}: {err}"))
             return None
-        maximum = self.limits.maxima[resource.field]
+        assert job.runner is not None  # resources are checked on jobs a runner takes
+        maximum = job.runner.maxima[resource.field]
         if magnitude(quantity) > magnitude(maximum):
             self.result.add(
                 Violation(
@@ -444,12 +453,18 @@ class _Checker:
             value = _expand(raw, job.variables)
             if value is None or "$" in value:
                 self.result.warn(f"{file}: {definer}: {key} is only known to GitLab: not checked")
-            elif not self.limits.admits_node_selector(value):
+            elif job.runner is not None and not job.runner.admits_node_selector(value):
                 self.result.add(
                     Violation(
                         file,
                         definer,
                         f"{key}={value} is refused by the runner (node_selector_overwrite_allowed="
-                        f"{self.limits.node_selector_regex}): the job would fail",
+                        f"{job.runner.node_selector_regex}): the job would fail",
                     )
                 )
+
+
+def _pool_of(selector_value: str) -> str | None:
+    """The pool a `k8s.scaleway.com/pool-name=<pool>` value selects (None for another label)."""
+    key, _, value = selector_value.partition("=")
+    return value if key == POOL_NAME_LABEL else None

@@ -26,13 +26,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infra.capacity import pool_reports
 from infra.config.base import duration_seconds
 
 if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
-    from infra.config.pools import PoolSpec
     from infra.config.workload import ProfileLoadSpec, WorkloadSpec
+    from infra.model import Platform, Pool
 
 MINUTES_PER_DAY = 24 * 60
 
@@ -232,13 +230,13 @@ def drain_burst(
     return BurstRun(len(jobs), nodes, len(waves), clock, billed)
 
 
-def cost_report(spec: PlatformSpec) -> CostReport | None:
-    """The day of `spec.workload` on the new setup and on the old one; None without a workload."""
+def cost_report(platform: Platform) -> CostReport | None:
+    """The day of the spec's workload on the new setup and on the old one; None without a workload."""
+    spec = platform.spec
     workload = spec.workload
     if workload is None:
         return None
     loads = {name: load for name, load in sorted(workload.profiles.items()) if name in spec.profiles}
-    jobs_per_node = {row.pool: row.jobs_per_node for row in pool_reports(spec)}
     profiles = tuple(
         ProfileLoad(
             profile=name,
@@ -246,41 +244,33 @@ def cost_report(spec: PlatformSpec) -> CostReport | None:
             jobs_per_day=load.jobs_per_day,
             minutes_alone=exact(load.minutes_per_job),
             minutes_full_node=exact(load.minutes_per_job)
-            * slowdown(_utilization(load), _sharers(spec, spec.profiles[name].pool, jobs_per_node)),
+            * slowdown(_utilization(load), _sharers(platform.pools[spec.profiles[name].pool])),
         )
         for name, load in loads.items()
     )
     pools = tuple(
-        _pool_day(
-            spec, workload, name, {p: loads[p] for p in spec.profiles_on(name) if p in loads}, jobs_per_node[name]
-        )
-        for name in sorted(spec.pools)
+        _pool_day(platform, workload, pool, {p: loads[p] for p in pool.profiles if p in loads})
+        for pool in platform.pools.values()
     )
-    return CostReport(workload.batches_per_day, profiles, pools, _baseline(spec, workload, loads))
+    return CostReport(workload.batches_per_day, profiles, pools, _baseline(platform, workload, loads))
 
 
 def _utilization(load: ProfileLoadSpec) -> Fraction | None:
     return exact(load.gpu_utilization) if load.gpu_utilization is not None else None
 
 
-def _mps_replicas(pool: PoolSpec) -> int | None:
-    sharing = pool.gpu_sharing
-    return sharing.replicas if sharing and sharing.strategy == "mps" else None
+def _mps_replicas(pool: Pool) -> int | None:
+    return pool.sharing.replicas_per_gpu if pool.sharing.caps_compute else None
 
 
-def _sharers(spec: PlatformSpec, pool_name: str, jobs_per_node: dict[str, int]) -> int:
+def _sharers(pool: Pool) -> int:
     """Jobs on one GPU of a full node (MPS: its replicas): what a job's slowdown is computed against."""
-    pool = spec.pools[pool_name]
-    gpus = max(1, spec.catalog[pool.node_type].gpus)
-    return _mps_replicas(pool) or max(1, math.ceil(jobs_per_node[pool_name] / gpus))
+    return _mps_replicas(pool) or max(1, math.ceil(pool.jobs_per_node / max(1, pool.node.gpus)))
 
 
-def _pool_day(
-    spec: PlatformSpec, workload: WorkloadSpec, name: str, loads: dict[str, ProfileLoadSpec], jobs_per_node: int
-) -> PoolDay:
-    pool = spec.pools[name]
-    node = spec.catalog[pool.node_type]
-    autoscaler = spec.cluster.autoscaler
+def _pool_day(platform: Platform, workload: WorkloadSpec, pool: Pool, loads: dict[str, ProfileLoadSpec]) -> PoolDay:
+    name, node, jobs_per_node = pool.name, pool.node, pool.jobs_per_node
+    autoscaler = platform.spec.cluster.autoscaler
     unneeded = Fraction(duration_seconds(autoscaler.scale_down_unneeded_time), 60)
     splits = {profile: split_evenly(load.jobs_per_day, workload.batches_per_day) for profile, load in loads.items()}
     bursts = tuple(
@@ -316,7 +306,8 @@ def _pool_day(
     )
 
 
-def _baseline(spec: PlatformSpec, workload: WorkloadSpec, loads: dict[str, ProfileLoadSpec]) -> Baseline:
+def _baseline(platform: Platform, workload: WorkloadSpec, loads: dict[str, ProfileLoadSpec]) -> Baseline:
+    spec = platform.spec
     baseline = workload.baseline
     splits = {profile: split_evenly(load.jobs_per_day, workload.batches_per_day) for profile, load in loads.items()}
     burst_minutes = [
@@ -361,17 +352,18 @@ class PriceRow:
         return self.eur_per_job_hour / self.reference_eur_per_hour
 
 
-def price_rows(spec: PlatformSpec) -> list[PriceRow]:
+def price_rows(platform: Platform) -> list[PriceRow]:
     """Each GPU pool against the baseline node type (or, without a workload, the dearest GPU pool's type)."""
-    gpu_rows = [row for row in pool_reports(spec) if row.pool in spec.gpu_pools()]
-    if not gpu_rows:
+    spec = platform.spec
+    gpu_pools = [pool for pool in platform.pools.values() if pool.is_gpu]
+    if not gpu_pools:
         return []
     if spec.workload is not None:
         reference = spec.workload.baseline.node_type
     else:
-        reference = max(gpu_rows, key=lambda r: (r.eur_per_hour_per_node, r.node_type)).node_type
+        reference = max(gpu_pools, key=lambda p: (p.eur_per_hour, p.node_type)).node_type
     reference_price = spec.catalog[reference].eur_per_hour
     return [
-        PriceRow(row.pool, row.node_type, row.eur_per_hour_per_node, row.jobs_per_node, reference, reference_price)
-        for row in gpu_rows
+        PriceRow(pool.name, pool.node_type, pool.eur_per_hour, pool.jobs_per_node, reference, reference_price)
+        for pool in gpu_pools
     ]

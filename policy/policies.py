@@ -369,17 +369,24 @@ def runner_rbac_namespaced(args: ResourceValidationArgs, report_violation: Repor
 
 
 def helm_release_atomic(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Every Helm release is atomic with a timeout: a failed upgrade rolls back instead of leaving it half-done.
+    """Every Helm release is atomic with a timeout: a failed upgrade rolls back instead of leaving it half-done;
+    except a runner release that drains: `skipAwait` with the Deployment strategy `Recreate`.
 
-    Why: a non-atomic failed upgrade of the runner leaves a broken manager (no job is taken) until someone
-    runs Helm by hand; the timeout bounds how long `pulumi up` waits before rolling back.
+    Why: a non-atomic failed upgrade leaves a broken release until someone runs Helm by hand; the timeout bounds
+    how long `pulumi up` waits before rolling back. A runner manager's upgrade is different: with `Recreate`
+    the old manager finishes its jobs first (up to the job timeout), which no Helm wait may cut short, and an
+    atomic rollback would restart a manager that is still draining.
     """
     if args.resource_type != HELM_RELEASE_TYPE:
         return
     props, where = args.props, f"Helm release '{_name(args)}' (chart {_show(_known(args.props, 'chart'))})"
-    if props.get("atomic") is not True:
+    strategy = (props.get("values") or {}).get("strategy") or {}
+    draining_runner = _runner_release(args) and props.get("skipAwait") is True and strategy.get("type") == "Recreate"
+    if props.get("atomic") is not True and not draining_runner:
         report_violation(
-            f"{where}: atomic={_show(props.get('atomic'))}: set atomic: true so a failed upgrade rolls back", None
+            f"{where}: atomic={_show(props.get('atomic'))}: set atomic: true so a failed upgrade rolls back "
+            "(a runner release may instead skip the await with strategy Recreate)",
+            None,
         )
     timeout = props.get("timeout")
     if not isinstance(timeout, int | float) or timeout <= 0:

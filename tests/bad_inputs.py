@@ -19,8 +19,6 @@ class Bad:
     edit: Edit
     line: str
     """The whole expected error line."""
-    program: bool = True
-    """Also run through the whole program (False for the giant configs: load_spec is where they stop)."""
 
 
 def set_(*path: str, value: Any) -> Edit:
@@ -381,9 +379,9 @@ RUNNER_CI_CASES = [
         "ending alphanumeric",
     ),
     Bad(
-        "zero-concurrency",
-        set_("runner", "concurrent", value=0),
-        "platform.runner.concurrent=0: Input should be greater than or equal to 1",
+        "zero-poll-margin",
+        set_("runner", "poll_timeout_margin_minutes", value=0),
+        "platform.runner.poll_timeout_margin_minutes=0: Input should be greater than or equal to 1",
     ),
     Bad(
         "templates-path-escapes",
@@ -432,8 +430,9 @@ RUNNER_CI_CASES = [
     Bad(
         "typo-in-runner-key",
         set_("runner", "chart_verison", value="0.86.0"),
-        "platform.runner.chart_verison='0.86.0': unknown key (allowed: access_level, cache, chart_version, "
-        "concurrent, default_image, default_pool, description, job_timeout, manager_pool, namespace, tags)",
+        "platform.runner.chart_verison='0.86.0': unknown key (allowed: access_level, allowed_images, cache, "
+        "chart_version, default_image, default_pool, description, job_timeout, manager_pool, namespace, "
+        "poll_timeout_margin_minutes, pool_tags, tags)",
     ),
 ]
 
@@ -542,13 +541,11 @@ HARDENING_CASES = [
         "integer-of-5000-digits",
         set_("pools", "ci-compile", "max_size", value=10**5000 - 1),
         "platform.pools.ci-compile.max_size=<an integer of about 5000 digits>: is too large a number for any setting",
-        program=False,
     ),
     Bad(
         "integer-of-5000-digits-for-a-name",
         set_("cluster", "name", value=10**5000 - 1),
         "platform.cluster.name=<an integer of about 5000 digits>: is too large a number for any setting",
-        program=False,
     ),
     Bad(
         "cold-start-huge",
@@ -572,12 +569,6 @@ HARDENING_CASES = [
         "root-volume-float",
         set_("pools", "ci-compile", "root_volume_size_gb", value=1e30),
         "platform.pools.ci-compile.root_volume_size_gb=1e+30: Input should be a valid integer",
-    ),
-    Bad(
-        "concurrency-huge",
-        set_("runner", "concurrent", value=1_000_000),
-        "platform.runner.concurrent=1000000: Input should be less than or equal to 1000 (gpu-ci's "
-        "limit: docs/config-limits.md)",
     ),
     Bad(
         "cpu-limit-exa",
@@ -655,7 +646,6 @@ HARDENING_CASES = [
         "1, autoscaling: false}, ci-compile: {node_type: 'L4-1-24G', zone: 'fr-par-2', min_size: "
         "0, max_size: 1, root_volume_size_gb: …: Dictionary should have at most 32 items after "
         "validation, not more (gpu-ci's limit: docs/config-limits.md)",
-        program=False,
     ),
     Bad(
         "sixty-thousand-variables",
@@ -663,7 +653,6 @@ HARDENING_CASES = [
         "platform.ci.variables={V0: 'x', V1: 'x', V2: 'x', V3: 'x', V4: 'x', V5: 'x', V6: 'x', V7: 'x', "
         "V8: 'x', V9: 'x', V10: 'x', V11: 'x', V12: 'x', V13: 'x', V14: 'x', V15: 'x', V16: 'x', V17: 'x', "
         "V18: 'x', V19: 'x', V20: 'x'…: 60000 variables, more than gpu-ci's limit of 200",
-        program=False,
     ),
     Bad(
         "value-of-9-megabytes",
@@ -672,7 +661,6 @@ HARDENING_CASES = [
         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…: String should have at most 1024 characters "
         "(gpu-ci's limit: docs/config-limits.md)",
-        program=False,
     ),
     Bad(
         "min-size-yes",
@@ -686,7 +674,6 @@ HARDENING_CASES = [
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…: String should have at most 1024 "
         "characters (gpu-ci's limit: docs/config-limits.md)",
-        program=False,
     ),
     Bad(
         "replicas-as-string",

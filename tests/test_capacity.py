@@ -5,8 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from infra.capacity import fit_problems, pool_reports, profile_fit, render_pool_table
+from infra.capacity import fit_problems, profile_fit
 from infra.config.platform import PlatformSpec, load_spec
+from infra.model import load_platform
+from infra.render.report import capacity_rows, render_pool_table
 
 
 def test_design_concurrency_and_what_binds_it(dev_platform: dict[str, Any]) -> None:
@@ -23,16 +25,20 @@ def test_design_concurrency_and_what_binds_it(dev_platform: dict[str, Any]) -> N
     assert (supervised.jobs_per_node, supervised.binding) == (4, "GPU replicas")
 
 
-def test_pool_report_rows(dev_platform: dict[str, Any]) -> None:
-    rows = {row.pool: row for row in pool_reports(load_spec(dev_platform))}
-    assert set(rows) == {"ci-compile", "ci-training", "system"}
-    assert rows["ci-compile"].eur_per_hour_per_node == Fraction("0.7875")
-    assert rows["ci-compile"].idle_eur_per_hour == 0  # scaled to zero: nothing billed
-    assert rows["ci-training"].idle_eur_per_hour == 0
-    assert rows["system"].idle_eur_per_hour == Fraction("0.0561")
-    assert (rows["ci-training"].jobs_per_node, rows["ci-training"].max_concurrent_jobs) == (4, 4)
-    assert rows["system"].jobs_per_node == 0
-    table = render_pool_table(list(rows.values()))
+def test_derived_pools_and_their_report_rows(dev_platform: dict[str, Any]) -> None:
+    platform = load_platform(dev_platform)
+    pools = platform.pools
+    assert set(pools) == {"ci-compile", "ci-training", "system"}
+    assert pools["ci-compile"].eur_per_hour == Fraction("0.7875")
+    assert pools["ci-compile"].idle_eur_per_hour == 0  # scaled to zero: nothing billed
+    assert pools["ci-training"].idle_eur_per_hour == 0
+    assert pools["system"].idle_eur_per_hour == Fraction("0.0561")
+    assert (pools["ci-training"].jobs_per_node, pools["ci-training"].slots) == (4, 4)
+    assert pools["system"].jobs_per_node == 0 and pools["system"].runner is None
+    rows = {row["pool"]: row for row in capacity_rows(platform)}
+    assert (rows["ci-training"]["jobs_per_node"], rows["ci-training"]["max_concurrent_jobs"]) == (4, 4)
+    assert rows["ci-training"]["runner"] == "ci-training" and rows["system"]["runner"] is None
+    table = render_pool_table(platform)
     assert "ci-training  L40S-1-48G" in table
     assert "time-slicing x4" in table
 
@@ -48,9 +54,9 @@ def test_more_replicas_than_cpu_allows_is_an_error(dev_platform: dict[str, Any])
 
 def test_mps_without_sharing_counts_one_job_per_gpu(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "none"}
-    rows = {row.pool: row for row in pool_reports(load_spec(dev_platform))}
-    assert (rows["ci-training"].jobs_per_node, rows["ci-training"].binding) == (1, "GPU replicas")
-    assert rows["ci-training"].sharing == "none"
+    pool = load_platform(dev_platform).pools["ci-training"]
+    assert (pool.jobs_per_node, pool.binding, pool.slots) == (1, "GPU replicas", 1)
+    assert pool.sharing.label == "none"
 
 
 def _fit(platform: dict[str, Any]) -> list[Any]:

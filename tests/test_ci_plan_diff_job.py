@@ -92,8 +92,9 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     assert diff.startswith(f"Offline plan diff of stack 'dev': main@{base[:8]} -> {head[:8]}\n")
     assert "~ scaleway:kubernetes/pool:Pool  kapsule-ci-training  (update)\n" in diff
     assert "-    maxSize: 1\n+    maxSize: 2\n" in diff
-    # A second pool slot raises the runner's `concurrent`: the Helm release changes with the pool.
-    assert "~ kubernetes:helm.sh/v3:Release  runner-release  (update)\n" in diff
+    # A second node doubles the pool's job slots: its own runner's `concurrent` changes, and no other runner's.
+    assert "~ kubernetes:helm.sh/v3:Release  runner-ci-training-release  (update)\n" in diff
+    assert "runner-release  (update)" not in diff
     unchanged = len(json.loads((repo / "plan-base.json").read_text(encoding="utf-8"))["resources"]) - 2
     assert f"Resources:\n    ~ 2 to update\n    {unchanged} unchanged\n" in diff
     assert _git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone

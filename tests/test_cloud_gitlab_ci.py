@@ -11,6 +11,7 @@ import pulumi
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.mocks import RecordedResource, RecordingMonitor, is_secret
 from infra.render.ci_templates import render_ci_templates
 
@@ -27,7 +28,11 @@ def _settled(ci: GitlabCi) -> pulumi.Output[Any]:
 
 
 def _ci(platform: dict[str, Any], secrets: dict[str, Any] | None = None) -> GitlabCi:
-    return GitlabCi("gitlab-ci", GitlabCiArgs(spec=load_spec(platform), registry_endpoint=ENDPOINT, secrets=secrets))
+    derived = load_platform(platform)
+    args = GitlabCiArgs(
+        spec=derived.spec, templates=render_ci_templates(derived), registry_endpoint=ENDPOINT, secrets=secrets
+    )
+    return GitlabCi("gitlab-ci", args)
 
 
 @pulumi.runtime.test
@@ -37,7 +42,7 @@ def test_templates_are_committed_to_the_training_project(
     ci = _ci(dev_platform)
 
     def check(values: list[Any]) -> None:
-        text = render_ci_templates(load_spec(dev_platform))
+        text = render_ci_templates(load_platform(dev_platform))
         committed = _by_name(pulumi_mocks)["gitlab-ci-templates"]
         assert committed.type == "gitlab:index/repositoryFile:RepositoryFile"
         inputs = committed.plain_inputs

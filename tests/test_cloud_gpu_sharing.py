@@ -9,19 +9,27 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
-from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.mocks import RecordedResource, RecordingMonitor
-from infra.render.device_plugin import NO_SHARING_KEY, device_plugin_configs
+from infra.render.device_plugin import NO_SHARING_KEY, cluster_policy_patch, device_plugin_configs
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"
 
 
+def _args(config: dict[str, Any]) -> GpuSharingArgs:
+    platform = load_platform(config)
+    return GpuSharingArgs(
+        operator=platform.spec.gpu_operator,
+        configs=device_plugin_configs(platform),
+        cluster_policy_patch=cluster_policy_patch(platform),
+        pool_keys={p.name: p.device_plugin_key for p in platform.pools.values() if p.device_plugin_key},
+    )
+
+
 def _build(platform: dict[str, Any]) -> tuple[GpuSharing, k8s.Provider]:
     provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
-    sharing = GpuSharing(
-        "gpu-sharing", GpuSharingArgs(spec=load_spec(platform)), pulumi.ResourceOptions(providers=[provider])
-    )
+    sharing = GpuSharing("gpu-sharing", _args(platform), pulumi.ResourceOptions(providers=[provider]))
     return sharing, provider
 
 
@@ -42,7 +50,7 @@ def test_config_map_holds_one_config_per_pool_in_the_operator_namespace(
         assert config_map.name == "gpu-sharing-config"
         assert inputs["metadata"]["name"] == "gpu-ci-device-plugin-config"
         assert inputs["metadata"]["namespace"] == "kube-system"
-        assert inputs["data"] == device_plugin_configs(load_spec(dev_platform))
+        assert inputs["data"] == device_plugin_configs(load_platform(dev_platform))
         assert yaml.safe_load(inputs["data"]["ci-compile"])["sharing"]["timeSlicing"]["resources"][0]["replicas"] == 2
         assert config_map.options["provider"] == f"{provider_urn}::{provider_id}"
         assert config_map.options["delete_before_replace"] is True  # fixed name: a replacement deletes first

@@ -7,12 +7,17 @@ from typing import Any
 import pulumi
 
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
-from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, RecordedResource, RecordingMonitor, is_secret
 from infra.offline.stack_config import StackConfig
 
 EXISTING = "fr-par/0b5e1f4c-2d7a-4c1e-9a4e-3f1c2b7d9e10"
+
+
+def _args(config: dict[str, Any]) -> KapsuleClusterArgs:
+    platform = load_platform(config)
+    return KapsuleClusterArgs(region=platform.spec.region, cluster=platform.spec.cluster, pools=platform.pools)
 
 
 def _by_name(monitor: RecordingMonitor) -> dict[str, RecordedResource]:
@@ -28,7 +33,7 @@ def _settled(kapsule: KapsuleCluster) -> pulumi.Output[Any]:
 def test_gpu_pools_scale_from_zero_and_autoscaler_owns_size(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
-    kapsule = KapsuleCluster("kapsule", KapsuleClusterArgs(spec=load_spec(dev_platform)))
+    kapsule = KapsuleCluster("kapsule", _args(dev_platform))
 
     def check(_: Any) -> None:
         res = _by_name(pulumi_mocks)
@@ -56,7 +61,7 @@ def test_gpu_pools_scale_from_zero_and_autoscaler_owns_size(
 def test_cluster_is_protected_private_and_scales_down_soon(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
-    kapsule = KapsuleCluster("kapsule", KapsuleClusterArgs(spec=load_spec(dev_platform)))
+    kapsule = KapsuleCluster("kapsule", _args(dev_platform))
 
     def check(_: Any) -> None:
         res = _by_name(pulumi_mocks)
@@ -92,7 +97,7 @@ def test_cluster_is_protected_private_and_scales_down_soon(
 def test_provider_waits_for_the_always_on_pool_and_kubeconfig_is_secret(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
-    kapsule = KapsuleCluster("kapsule", KapsuleClusterArgs(spec=load_spec(dev_platform)))
+    kapsule = KapsuleCluster("kapsule", _args(dev_platform))
 
     def check(_: Any) -> None:
         res = _by_name(pulumi_mocks)
@@ -112,7 +117,7 @@ def test_adopting_an_existing_cluster_reads_it_and_creates_only_pools(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
     dev_platform["cluster"]["existing_id"] = EXISTING
-    kapsule = KapsuleCluster("kapsule", KapsuleClusterArgs(spec=load_spec(dev_platform)))
+    kapsule = KapsuleCluster("kapsule", _args(dev_platform))
 
     def check(_: Any) -> None:
         res = _by_name(pulumi_mocks)
@@ -125,16 +130,17 @@ def test_adopting_an_existing_cluster_reads_it_and_creates_only_pools(
 
 
 @pulumi.runtime.test
-def test_extra_pool_labels_reach_the_pool(
+def test_pool_labels_and_the_device_plugin_key_reach_the_pool(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
     dev_platform["pools"]["ci-training"]["labels"] = {"team": "ml"}
-    args = KapsuleClusterArgs(spec=load_spec(dev_platform), extra_pool_labels={"ci-training": {"derived": "yes"}})
-    kapsule = KapsuleCluster("kapsule", args)
+    kapsule = KapsuleCluster("kapsule", _args(dev_platform))
 
     def check(_: Any) -> None:
-        labels = _by_name(pulumi_mocks)["kapsule-ci-training"].plain_inputs["labels"]
-        assert labels == {"team": "ml", "derived": "yes"}
+        res = _by_name(pulumi_mocks)
+        labels = res["kapsule-ci-training"].plain_inputs["labels"]
+        assert labels == {"team": "ml", "nvidia.com/device-plugin.config": "ci-training"}
+        assert "labels" not in res["kapsule-system"].plain_inputs or res["kapsule-system"].plain_inputs["labels"] == {}
 
     return _settled(kapsule).apply(check)
 

@@ -1,4 +1,5 @@
-"""GitlabRunner under mocks: the registration, the token Secret and the Helm release the engine would receive."""
+"""RunnerFleet under mocks: per GPU pool a registration, a token Secret and a Helm release; the namespace's
+admission labels and NetworkPolicies; what the engine would receive for each."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from infra.cloud.runner import GitlabRunner, GitlabRunnerArgs
-from infra.config.platform import load_spec
+from infra.cloud.names import T
+from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
 from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
+from infra.model import load_platform
 from infra.offline.mocks import (
     MOCK_GROUP_ID,
     MOCK_PROJECT_ID,
@@ -28,14 +30,21 @@ def _by_name(monitor: RecordingMonitor) -> dict[str, RecordedResource]:
     return {r.name: r for r in monitor.recorded}
 
 
-def _runner(platform: dict[str, Any], **extra: Any) -> GitlabRunner:
+def _runner(config: dict[str, Any], **extra: Any) -> RunnerFleet:
     provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1\nkind: Config\n")
+    platform = load_platform(config)
+    spec = platform.spec
     extra.setdefault("registry_docker_config", pulumi.Output.secret(DOCKER_CONFIG))
-    return GitlabRunner("runner", GitlabRunnerArgs(spec=load_spec(platform), provider=provider, **extra))
+    extra.setdefault("pull_secret_required", spec.registry.needs_pull_secret)
+    runners = [RunnerRelease(r, runner_helm_values(platform, r)) for r in platform.runners.values()]
+    args = RunnerFleetArgs(
+        runners=runners, settings=spec.runner, gitlab=spec.gitlab, region=spec.region, provider=provider, **extra
+    )
+    return RunnerFleet("runner", args)
 
 
-def _settled(runner: GitlabRunner) -> pulumi.Output[Any]:
-    return pulumi.Output.all(runner.runner_id, runner.namespace, runner.release_status)
+def _settled(runner: RunnerFleet) -> pulumi.Output[Any]:
+    return pulumi.Output.all(runner.runner_ids, runner.namespace, runner.release_statuses)
 
 
 @pulumi.runtime.test
@@ -50,18 +59,23 @@ def test_registration_is_a_tagged_project_runner(
         assert registration.plain_inputs == {
             "runnerType": "project_type",
             "projectId": MOCK_PROJECT_ID,
-            "description": "gpu-ci: Kapsule GPU runner (managed by Pulumi)",
-            "tagLists": ["kapsule", "gpu"],
+            "description": "gpu-ci: Kapsule GPU runner (managed by Pulumi) - pool ci-compile",
+            "tagLists": ["kapsule", "gpu", "ci-compile"],
             "untagged": False,
             "locked": True,
             "accessLevel": "not_protected",
             "maximumTimeout": 3 * 3600,
         }
         assert "token" in registration.options["additional_secret_outputs"]
-        assert values[0] == registration.id
-        assert pulumi_mocks.mocks.invokes == [
-            ("gitlab:index/getProject:getProject", {"pathWithNamespace": "ml-team/training"})
-        ]
+        assert values[0]["ci-compile"] == registration.id
+        # The other GPU pool's runner: its own registration, holding its pool's tags only.
+        training = _by_name(pulumi_mocks)["runner-ci-training-registration"]
+        assert training.plain_inputs["tagLists"] == ["kapsule", "ci-training"]
+        assert values[0]["ci-training"] == training.id != registration.id
+        assert (
+            pulumi_mocks.mocks.invokes
+            == [("gitlab:index/getProject:getProject", {"pathWithNamespace": "ml-team/training"})] * 2
+        )
 
     return _settled(runner).apply(check)
 
@@ -74,9 +88,10 @@ def test_group_scope_registers_on_the_group(
     runner = _runner(dev_platform)
 
     def check(_: Any) -> None:
-        inputs = _by_name(pulumi_mocks)["runner-registration"].plain_inputs
-        assert (inputs["runnerType"], inputs["groupId"]) == ("group_type", MOCK_GROUP_ID)
-        assert "projectId" not in inputs and "locked" not in inputs
+        for name in ("runner-registration", "runner-ci-training-registration"):
+            inputs = _by_name(pulumi_mocks)[name].plain_inputs
+            assert (inputs["runnerType"], inputs["groupId"]) == ("group_type", MOCK_GROUP_ID)
+            assert "projectId" not in inputs and "locked" not in inputs
 
     return _settled(runner).apply(check)
 
@@ -89,18 +104,25 @@ def test_token_reaches_only_the_secret_and_as_a_secret(
 
     def check(_: Any) -> None:
         res = _by_name(pulumi_mocks)
-        secret = res["runner-token"]
-        assert secret.type == "kubernetes:core/v1:Secret"
-        assert secret.plain_inputs["metadata"]["name"] == "gitlab-runner-token"
-        assert secret.plain_inputs["metadata"]["namespace"] == "gitlab-runner"
-        data = secret.inputs["stringData"]
-        assert is_secret(data) or is_secret(data["runner-token"])
-        token = secret.plain_inputs["stringData"]["runner-token"]
-        assert token.startswith(MOCK_RUNNER_TOKEN_PREFIX)
-        assert secret.plain_inputs["stringData"]["runner-registration-token"] == ""
-        for other in pulumi_mocks.recorded:
-            if other.name != "runner-token":
-                assert token not in repr(other.plain_inputs), f"token leaked into {other.name}"
+        tokens = set()
+        for name, secret_name in (
+            ("runner-token", "gitlab-runner-token"),
+            ("runner-ci-training-token", "gitlab-runner-ci-training-token"),
+        ):
+            secret = res[name]
+            assert secret.type == "kubernetes:core/v1:Secret"
+            assert secret.plain_inputs["metadata"]["name"] == secret_name
+            assert secret.plain_inputs["metadata"]["namespace"] == "gitlab-runner"
+            data = secret.inputs["stringData"]
+            assert is_secret(data) or is_secret(data["runner-token"])
+            token = secret.plain_inputs["stringData"]["runner-token"]
+            assert token.startswith(MOCK_RUNNER_TOKEN_PREFIX)
+            assert secret.plain_inputs["stringData"]["runner-registration-token"] == ""
+            for other in pulumi_mocks.recorded:
+                if other.name != name:
+                    assert token not in repr(other.plain_inputs), f"token leaked into {other.name}"
+            tokens.add(token)
+        assert len(tokens) == 2  # one token per runner
 
     return _settled(runner).apply(check)
 
@@ -110,25 +132,36 @@ def test_release_is_the_pinned_chart_with_the_rendered_values(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
     runner = _runner(dev_platform)
-    spec = load_spec(dev_platform)
+    platform = load_platform(dev_platform)
 
     def check(values: list[Any]) -> None:
         res = _by_name(pulumi_mocks)
-        release = res["runner-release"]
-        inputs = release.plain_inputs
-        assert release.type == "kubernetes:helm.sh/v3:Release"
-        assert (inputs["name"], inputs["chart"], inputs["version"]) == ("gitlab-runner", "gitlab-runner", "0.86.0")
-        assert inputs["repositoryOpts"] == {"repo": "https://charts.gitlab.io"}
-        assert inputs["namespace"] == "gitlab-runner"
-        assert (inputs["atomic"], inputs["timeout"]) == (True, 600)
-        expected = runner_helm_values(spec)
-        expected["podAnnotations"] = {"gpu-ci/runner-id": res["runner-registration"].id}  # new runner: new pod
-        assert inputs["values"] == expected
-        assert not is_secret(release.inputs["values"]), "values hold no secret, so reviewers can read them"
-        assert release.options["provider"].startswith(res["k8s"].urn)
-        for dependency in ("runner-namespace", "runner-token", "runner-registry-pull"):
-            assert res[dependency].urn in release.options["dependencies"]
-        assert values[2] == "deployed"
+        for pool, prefix, name in (
+            ("ci-compile", "runner", "gitlab-runner"),
+            ("ci-training", "runner-ci-training", "gitlab-runner-ci-training"),
+        ):
+            release = res[f"{prefix}-release"]
+            inputs = release.plain_inputs
+            assert release.type == "kubernetes:helm.sh/v3:Release"
+            assert (inputs["name"], inputs["chart"], inputs["version"]) == (name, "gitlab-runner", "0.86.0")
+            assert inputs["repositoryOpts"] == {"repo": "https://charts.gitlab.io"}
+            assert inputs["namespace"] == "gitlab-runner"
+            # Helm does not wait for the new manager: the old one may drain for up to the job timeout.
+            assert (inputs["skipAwait"], inputs["timeout"]) == (True, 600)
+            assert "atomic" not in inputs
+            expected = runner_helm_values(platform, platform.runners[pool])
+            expected["podAnnotations"] = {"gpu-ci/runner-id": res[f"{prefix}-registration"].id}  # new token: new pod
+            assert inputs["values"] == expected
+            assert not is_secret(release.inputs["values"]), "values hold no secret, so reviewers can read them"
+            assert release.options["provider"].startswith(res["k8s"].urn)
+            for dependency in (
+                "runner-namespace",
+                f"{prefix}-token",
+                "runner-registry-pull",
+                "runner-netpol-default-deny",
+            ):
+                assert res[dependency].urn in release.options["dependencies"]
+            assert values[2][pool] == "deployed"
         assert res["runner-namespace"].plain_inputs["metadata"]["name"] == "gitlab-runner"
 
     return _settled(runner).apply(check)
@@ -190,5 +223,42 @@ def test_cache_bucket_expires_objects_and_keys_stay_secret(
         assert values["runners"]["cache"] == {"secretName": "runner-cache-s3"}
         assert "cache-secret-key" not in repr(values)
         assert cache.urn in res["runner-release"].options["dependencies"]
+
+    return _settled(runner).apply(check)
+
+
+@pulumi.runtime.test
+def test_namespace_enforces_pod_security_and_denies_by_default(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    runner = _runner(dev_platform)
+
+    def check(_: Any) -> None:
+        res = _by_name(pulumi_mocks)
+        labels = res["runner-namespace"].plain_inputs["metadata"]["labels"]
+        assert labels["pod-security.kubernetes.io/enforce"] == "baseline"  # no privileged or hostPath pod
+        assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+        policies = {r.name: r.plain_inputs for r in pulumi_mocks.recorded if r.type == T.NETWORK_POLICY}
+        assert set(policies) == {
+            "runner-netpol-default-deny",
+            "runner-netpol-jobs-egress",
+            "runner-netpol-managers-egress",
+        }
+        deny = policies["runner-netpol-default-deny"]["spec"]
+        assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}  # nothing in, nothing out
+        jobs = policies["runner-netpol-jobs-egress"]["spec"]
+        assert jobs["podSelector"] == {"matchLabels": {"gpu-ci/role": "job"}}
+        assert "ingress" not in jobs  # no pod may connect to a job
+        dns, internet = jobs["egress"]
+        assert dns["ports"] == [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
+        block = internet["to"][0]["ipBlock"]
+        assert block["cidr"] == "0.0.0.0/0"
+        # Not the metadata service, no node, no pod, no service of the cluster.
+        assert {"169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"} <= set(
+            block["except"]
+        )
+        managers = policies["runner-netpol-managers-egress"]["spec"]
+        assert managers["podSelector"] == {"matchLabels": {"gpu-ci/role": "manager"}}
+        assert managers["egress"][1]["to"][0]["ipBlock"]["except"] == ["169.254.0.0/16"]
 
     return _settled(runner).apply(check)

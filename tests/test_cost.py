@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from infra.capacity import format_eur
-from infra.config.platform import load_spec
 from infra.cost import QueuedJob, cost_report, drain_burst, price_rows, slowdown, split_evenly
+from infra.model import load_platform
 from infra.render.report import render_report
+from infra.render.text import format_eur
 
 L4, L40S, PRO2_XXS = Fraction("0.7875"), Fraction("1.469916"), Fraction("0.0561")
 
@@ -91,7 +91,7 @@ def test_no_jobs_no_nodes() -> None:
 
 
 def test_dev_stack_day_by_hand(dev_platform: dict[str, Any]) -> None:
-    cost = cost_report(load_spec(dev_platform))
+    cost = cost_report(load_platform(dev_platform))
     assert cost is not None
     pools = {p.pool: p for p in cost.pools}
     # ci-compile: 12 RL jobs in 3 bursts of 4; 2 per L4: 2 waves of 30 min; node up 15 + 60 + 5 = 80 min.
@@ -113,19 +113,19 @@ def test_dev_stack_day_by_hand(dev_platform: dict[str, Any]) -> None:
 
 def test_the_design_claim_about_l4_prices(dev_platform: dict[str, Any]) -> None:
     """The design brief says the L4 is ~60 % cheaper; the catalogue says 46.4 % per node-hour (73.2 % per job slot)."""
-    rows = {r.pool: r for r in price_rows(load_spec(dev_platform))}
+    rows = {r.pool: r for r in price_rows(load_platform(dev_platform))}
     l4 = rows["ci-compile"]
     assert (l4.reference, l4.node_ratio) == ("L40S-1-48G", L4 / L40S)
     assert f"{float(1 - l4.node_ratio):.3f}" == "0.464"
     assert l4.eur_per_job_hour == L4 / 2
     assert rows["ci-training"].job_ratio == Fraction(1, 4)
-    report = render_report(load_spec(dev_platform))
+    report = render_report(load_platform(dev_platform))
     assert "53.6 % (46.4 % cheaper)" in report
     assert "0.3938" in report  # 0.39375 rounded half up
 
 
 def test_report_shows_new_against_old(dev_platform: dict[str, Any]) -> None:
-    report = render_report(load_spec(dev_platform))
+    report = render_report(load_platform(dev_platform))
     assert "new setup                                                      13.9627" in report
     assert "old: L40S-1-48G, one job at a time, always on + idle L4-1-24G  54.1780" in report
     assert "New setup: 25.8 % of the old daily cost" in report
@@ -135,7 +135,7 @@ def test_report_shows_new_against_old(dev_platform: dict[str, Any]) -> None:
 def test_report_flags_what_the_model_cannot_hold(dev_platform: dict[str, Any]) -> None:
     dev_platform["workload"]["batches_per_day"] = 12  # bursts 2 h apart, ci-training busy ~1.5 h each
     dev_platform["workload"]["profiles"]["supervised"].update(jobs_per_day=96, minutes_per_job=45)
-    spec = load_spec(dev_platform)
+    spec = load_platform(dev_platform)
     cost = cost_report(spec)
     assert cost is not None and not cost.baseline.keeps_up  # 96 x 45 min = 72 h of serial work a day
     assert {p.pool for p in cost.pools if p.bursts_overlap} == {"ci-training"}
@@ -146,7 +146,7 @@ def test_report_flags_what_the_model_cannot_hold(dev_platform: dict[str, Any]) -
 
 def test_no_workload_no_cost_section(dev_platform: dict[str, Any]) -> None:
     del dev_platform["workload"]
-    spec = load_spec(dev_platform)
+    spec = load_platform(dev_platform)
     assert cost_report(spec) is None
     report = render_report(spec)
     assert "A day, new setup against old" not in report

@@ -10,13 +10,11 @@ import pytest
 import yaml
 
 from infra.config.base import DNS_LABEL
-from infra.config.platform import PlatformSpec, load_spec
+from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, Platform, load_platform
 from infra.render.device_plugin import (
-    DEVICE_PLUGIN_CONFIG_LABEL,
     NO_SHARING_KEY,
     cluster_policy_patch,
     device_plugin_configs,
-    pool_labels,
     render_cluster_policy_patch,
     render_config_map,
 )
@@ -54,8 +52,8 @@ def _unknown_keys(document: Any, tree: Any, path: str = "") -> list[str]:
     return found
 
 
-def _spec(platform: dict[str, Any]) -> PlatformSpec:
-    return load_spec(platform)
+def _spec(platform: dict[str, Any]) -> Platform:
+    return load_platform(platform)
 
 
 def test_time_slicing_config_is_nvidias_format(dev_platform: dict[str, Any]) -> None:
@@ -110,7 +108,7 @@ def test_the_key_check_catches_a_misspelt_field() -> None:
 def test_one_key_per_gpu_pool_and_labels_select_them(dev_platform: dict[str, Any]) -> None:
     spec = _spec(dev_platform)
     data = device_plugin_configs(spec)
-    labels = pool_labels(spec)
+    labels = {name: pool.labels for name, pool in spec.pools.items() if DEVICE_PLUGIN_CONFIG_LABEL in pool.labels}
     assert set(labels) == {"ci-compile", "ci-training"}  # the CPU pool gets no device-plugin label
     assert set(data) == {label[DEVICE_PLUGIN_CONFIG_LABEL] for label in labels.values()} | {NO_SHARING_KEY}
     for key in data:

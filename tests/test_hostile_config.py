@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from infra.__main__ import main as cli_main
 from infra.capacity import MANAGER_MEMORY_REQUEST
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig, load_stack_config
 from infra.offline.stacks import stack_collisions
@@ -87,7 +87,7 @@ def _rich_dev() -> dict[str, Any]:
     platform["cluster"]["private_network_subnet"] = "172.16.0.0/22"
     platform["runner"]["cache"] = {"bucket": "gpu-ci-cache", "expire_days": 30}
     platform["ci"]["variables"] = {"DATASET_URI": "s3://datasets/lob", "HF_TOKEN": {"secret": "hf_token"}}
-    load_spec(platform)  # still valid
+    load_platform(platform)  # still valid
     return platform
 
 
@@ -141,7 +141,7 @@ def test_a_mutated_dev_spec_is_refused_cleanly_and_fast(mutations: list[tuple[An
             _mutate(platform, path, kind, value, data)
     started = time.perf_counter()
     try:
-        load_spec(platform)
+        load_platform(platform)
     except SpecError as err:
         lines = str(err).splitlines()
         assert lines
@@ -154,12 +154,12 @@ def test_a_mutated_dev_spec_is_refused_cleanly_and_fast(mutations: list[tuple[An
 
 def test_a_gpu_pool_no_profile_targets_is_a_warning_at_its_key(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["spare"] = {"node_type": "L4-1-24G", "zone": "fr-par-2"}
-    warnings = [str(w) for w in load_spec(dev_platform).warnings()]
+    warnings = [str(w) for w in load_platform(dev_platform).warnings]
     assert "platform.pools.spare='L4-1-24G': no profile targets this GPU pool" in "\n".join(warnings)
 
 
 def test_the_manager_request_fits_the_dev_system_pool(dev_platform: dict[str, Any]) -> None:
-    node = load_spec(dev_platform).pool_node("system")
+    node = load_platform(dev_platform).spec.pool_node("system")
     assert node is not None and node.allocatable_memory_bytes >= MANAGER_MEMORY_REQUEST.bytes
 
 
@@ -262,7 +262,7 @@ def test_the_program_refuses_a_provider_credential_in_plain_text(dev_stack: Stac
 PROD_SETTINGS = {
     "cluster": {"name": "gpu-ci-prod"},
     "registry": {"namespace": "gpu-ci-prod"},
-    "runner": {"tags": ["kapsule-prod", "gpu"]},
+    "runner": {"tags": ["kapsule-prod", "gpu"], "pool_tags": ["kapsule-prod"]},
     "ci": {
         "templates_path": ".gitlab/ci/gpu-ci-prod-templates.yml",
         "registry_variable": "REGISTRY_PROD",
@@ -284,7 +284,7 @@ def _project(tmp_path: Path, prod: dict[str, Any]) -> StackConfig:
 
 def test_a_copy_of_dev_as_a_second_stack_collides_on_every_shared_name(tmp_path: Path) -> None:
     prod = _project(tmp_path, {})
-    found = [str(p) for p in stack_collisions(prod, load_spec(prod.get("platform")), tmp_path)]
+    found = [str(p) for p in stack_collisions(prod, load_platform(prod.get("platform")), tmp_path)]
     assert [line.split("=")[0] for line in found] == [
         "platform.ci.templates_path",
         "platform.ci.registry_variable",
@@ -297,8 +297,7 @@ def test_a_copy_of_dev_as_a_second_stack_collides_on_every_shared_name(tmp_path:
 
 def test_a_second_stack_with_its_own_names_plans_beside_dev(tmp_path: Path) -> None:
     prod = _project(tmp_path, PROD_SETTINGS)
-    spec = load_spec(prod.get("platform"))
-    assert stack_collisions(prod, spec, tmp_path) == []
+    assert stack_collisions(prod, load_platform(prod.get("platform")), tmp_path) == []
     run = run_program(prod)
     variables = [r.plain_inputs["key"] for r in run.resources if r.type.endswith("ProjectVariable")]
     assert variables == ["REGISTRY_PROD"]

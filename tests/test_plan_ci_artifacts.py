@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from infra.__main__ import main
-from infra.config.platform import load_spec
+from infra.model import load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.ci_templates import render_ci_templates
 from infra.render.runner import render_runner_config, runner_helm_values
@@ -18,15 +18,19 @@ from infra.render.runner import render_runner_config, runner_helm_values
 def test_plan_writes_the_runner_and_ci_artifacts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["plan", "--stack", "dev", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    spec = load_spec(load_stack_config("dev").get("platform"))
-    assert (tmp_path / "ci-templates.yml").read_text() == render_ci_templates(spec)
-    assert (tmp_path / "runner-config.toml").read_text() == render_runner_config(spec)
-    assert yaml.safe_load((tmp_path / "runner-values.yaml").read_text()) == runner_helm_values(spec)
-    assert tomllib.loads((tmp_path / "runner-config.toml").read_text())["runners"][0]["kubernetes"]["poll_timeout"]
+    platform = load_platform(load_stack_config("dev").get("platform"))
+    assert (tmp_path / "ci-templates.yml").read_text() == render_ci_templates(platform)
+    for suffix, runner in (("", platform.runners["ci-compile"]), ("-ci-training", platform.runners["ci-training"])):
+        assert (tmp_path / f"runner-config{suffix}.toml").read_text() == render_runner_config(platform, runner)
+        values = yaml.safe_load((tmp_path / f"runner-values{suffix}.yaml").read_text())
+        assert values == runner_helm_values(platform, runner)
+        config = tomllib.loads((tmp_path / f"runner-config{suffix}.toml").read_text())
+        assert config["runners"][0]["kubernetes"]["poll_timeout"] == runner.poll_timeout_seconds
     for line in (
         "runner-registration",
         "runnerType=project_type",
         "runner-release",
+        "runner-ci-training-release",
         "chart=gitlab-runner  version=0.86.0",
         "gitlab-ci-templates",
         "filePath=.gitlab/ci/gpu-ci-templates.yml",

@@ -34,10 +34,10 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 from infra.catalog import BUILTIN_NODE_TYPES
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
+from infra.model import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RecordedResource
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
-from infra.render.device_plugin import DEVICE_PLUGIN_CONFIG_LABEL
 from policy import policies as pol
 
 POLICY_DIR = PROJECT_ROOT / "policy"
@@ -306,10 +306,22 @@ def test_an_atomic_release_with_a_timeout_passes_and_others_fail() -> None:
     assert violations(pol.helm_release_atomic, resource_args(RELEASE, runner_release())) == []
     props = {"name": "ingress", "chart": "ingress-nginx", "timeout": 0}
     assert violations(pol.helm_release_atomic, resource_args(RELEASE, props)) == [
-        "Helm release 'ingress' (chart 'ingress-nginx'): atomic=unset: set atomic: true so a failed upgrade rolls back",
+        "Helm release 'ingress' (chart 'ingress-nginx'): atomic=unset: set atomic: true so a failed upgrade rolls back "
+        "(a runner release may instead skip the await with strategy Recreate)",
         "Helm release 'ingress' (chart 'ingress-nginx'): timeout=0: set a timeout (seconds) after which the "
         "release rolls back",
     ]
+
+
+def test_a_runner_release_may_drain_instead_of_being_atomic() -> None:
+    """skipAwait + Recreate: the old manager finishes its jobs before the new one starts; Helm must not wait."""
+    draining = {**runner_release(strategy={"type": "Recreate"}), "skipAwait": True}
+    del draining["atomic"]
+    assert violations(pol.helm_release_atomic, resource_args(RELEASE, draining)) == []
+    rolling = {**draining, "values": {**draining["values"], "strategy": {"type": "RollingUpdate"}}}
+    not_runner = {**draining, "chart": "ingress-nginx"}
+    for props in (rolling, not_runner, {**draining, "skipAwait": False}):
+        assert len(violations(pol.helm_release_atomic, resource_args(RELEASE, props))) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -604,10 +616,12 @@ def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
     run = run_program(dev_stack)
     pools = {r.plain_inputs["name"]: analyzed(r, None) for r in run.by_type(POOL)}
     assert {name for name, args in pools.items() if pol._gpu_pool(args)} == {"ci-compile", "ci-training"}
-    (release,) = [analyzed(r, None) for r in run.by_type(RELEASE)]
-    assert pol._runner_release(release)
-    ((_, entry),) = pol._runner_entries(release, lambda *_: pytest.fail("config.toml unreadable"))
-    assert entry["kubernetes"]["poll_timeout"] == 900
+    releases = [analyzed(r, None) for r in run.by_type(RELEASE)]
+    assert len(releases) == 2  # one runner per GPU pool
+    for release in releases:
+        assert pol._runner_release(release)
+        ((_, entry),) = pol._runner_entries(release, lambda *_: pytest.fail("config.toml unreadable"))
+        assert entry["kubernetes"]["poll_timeout"] == 25 * 60
     assert [analyzed(r, None).props["key"] for r in run.by_type(PROJECT_VARIABLE)] == ["REGISTRY"]
     assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
 
@@ -646,7 +660,8 @@ def _public_registry(p: dict[str, Any]) -> None:
 
 def _fast_cold_start(p: dict[str, Any]) -> None:
     for name in ("ci-compile", "ci-training"):
-        p["pools"][name]["cold_start_minutes"] = 5
+        p["pools"][name]["cold_start_minutes"] = 3
+    p["runner"]["poll_timeout_margin_minutes"] = 1
 
 
 def _unmasked_secret(p: dict[str, Any]) -> None:
@@ -698,8 +713,14 @@ def _unmasked_secret(p: dict[str, Any]) -> None:
                     "runner-poll-timeout-covers-cold-start",
                     "runner-release",
                     "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
-                    "kubernetes.poll_timeout=300: below 900 s",
-                )
+                    "kubernetes.poll_timeout=240: below 900 s",
+                ),
+                (
+                    "runner-poll-timeout-covers-cold-start",
+                    "runner-ci-training-release",
+                    "Helm release 'gitlab-runner-ci-training' (gitlab-runner): runners.config [[runners]] '0': "
+                    "kubernetes.poll_timeout=240: below 900 s",
+                ),
             ],
         ),
         (
@@ -721,7 +742,8 @@ def test_a_spec_the_spec_allows_but_the_policies_refuse(
     """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
     edit(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform, "hf_token": "x"}, secret_keys=("hf_token",)))
-    found = policy_report(run)
+    found = sorted(policy_report(run))  # registration order is the event loop's, not the program's
+    expected = sorted(expected)
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
     for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
         assert message.startswith(start), message
@@ -764,7 +786,12 @@ def _privileged(inputs: dict[str, Any]) -> None:
             lambda i: i["values"]["rbac"].update(clusterWideAccess=True),
             ("runner-rbac-namespaced", "values.rbac.clusterWideAccess=True"),
         ),
-        (RELEASE, "runner-release", lambda i: i.update(atomic=False), ("helm-release-atomic", "atomic=False")),
+        (
+            RELEASE,
+            "runner-release",
+            lambda i: i["values"].update(strategy={"type": "RollingUpdate"}),
+            ("helm-release-atomic", "atomic=unset"),
+        ),
         (
             POOL,
             "kapsule-ci-compile",

@@ -41,10 +41,12 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
         "scaleway:iam/policy:Policy": 1,
         "scaleway:iam/apiKey:ApiKey": 1,
         "gpu-ci:infra:GitlabRunner": 1,
-        "gitlab:index/userRunner:UserRunner": 1,
+        # issue 9: one runner per GPU pool (registration, token Secret, release), isolated namespace
+        "gitlab:index/userRunner:UserRunner": 2,
         "kubernetes:core/v1:Namespace": 1,
-        "kubernetes:core/v1:Secret": 2,
-        "kubernetes:helm.sh/v3:Release": 1,
+        "kubernetes:core/v1:Secret": 3,
+        "kubernetes:helm.sh/v3:Release": 2,
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 3,
         "gpu-ci:infra:GitlabCi": 1,
         "gitlab:index/repositoryFile:RepositoryFile": 1,
         "gitlab:index/projectVariable:ProjectVariable": 1,
@@ -181,3 +183,38 @@ def test_cost_is_exported(dev_stack: StackConfig) -> None:
     assert cost.value["baseline"]["node_type"] == "L40S-1-48G"
     assert cost.value["eur_per_day"] < cost.value["baseline"]["eur_per_day"]
     assert {p["pool"] for p in cost.value["pools"]} == {"ci-compile", "ci-training", "system"}
+
+
+_OLD = "urn:pulumi:dev::gpu-ci::gpu-ci:infra:GitlabRunner$"
+SINGLE_RUNNER_LAYOUT = {
+    "urn:pulumi:dev::gpu-ci::pulumi:pulumi:Stack$gpu-ci:infra:GitlabRunner::runner": None,
+    f"{_OLD}gitlab:index/userRunner:UserRunner::runner-registration": None,
+    f"{_OLD}kubernetes:core/v1:Namespace::runner-namespace": "gitlab-runner",
+    f"{_OLD}kubernetes:core/v1:Secret::runner-registry-pull": "registry-pull",
+    f"{_OLD}kubernetes:core/v1:Secret::runner-token": "gitlab-runner-token",
+    f"{_OLD}kubernetes:helm.sh/v3:Release::runner-release": "gitlab-runner",
+}
+"""The URNs and physical names of the single runner (before one runner per pool), as the dev stack's state has them."""
+
+
+def test_migration_from_one_runner_keeps_its_registration_token_and_release(dev_stack: StackConfig) -> None:
+    """`pulumi up` on a stack with the single runner: same URNs (no re-registration, no new token, no replaced
+    release), same physical names; the other pool's runner is added beside them."""
+    run = run_program(dev_stack)
+    by_urn = {r.urn: r for r in run.resources}
+    for urn, physical in SINGLE_RUNNER_LAYOUT.items():
+        assert urn in by_urn, f"{urn} would be deleted and recreated"
+        inputs = by_urn[urn].plain_inputs
+        assert (inputs.get("name") or inputs.get("metadata", {}).get("name")) == physical, urn
+    registration = by_urn[next(u for u in SINGLE_RUNNER_LAYOUT if u.endswith("::runner-registration"))]
+    # In-place updates only: tags and description change, the runner's scope (what GitLab replaces on) does not.
+    assert registration.plain_inputs["runnerType"] == "project_type"
+    added = {r.name for r in run.resources if "GitlabRunner" in r.urn and r.urn not in SINGLE_RUNNER_LAYOUT}
+    assert added == {
+        "runner-ci-training-registration",
+        "runner-ci-training-token",
+        "runner-ci-training-release",
+        "runner-netpol-default-deny",
+        "runner-netpol-jobs-egress",
+        "runner-netpol-managers-egress",
+    }

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from infra.capacity import profile_fit
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
 from infra.cost import cost_report
+from infra.model import load_platform
 from infra.offline.stack_config import StackConfig
 from infra.quantity import Cpu, Memory, QuantityError
 
@@ -77,7 +77,7 @@ def test_spec_is_valid_exactly_when_a_full_node_fits(
     allocatable_m, allocatable_mi = 8000 - 1000, (48 - 4) * 1024  # L4 minus the stated reserve
     fits = replicas * cpu_m <= allocatable_m and replicas * mem_mi <= allocatable_mi
     try:
-        spec = load_spec(platform)
+        spec = load_platform(platform).spec
     except SpecError as err:
         assert not fits, str(err)
         assert all(p.path.startswith("platform.profiles.rl.") for p in err.problems)
@@ -102,9 +102,9 @@ def test_more_jobs_never_cost_less_or_drain_sooner(
     platform = copy.deepcopy(dev_stack.get("platform"))
     load = platform["workload"]["profiles"]["rl"]
     load.update(jobs_per_day=rl_jobs, minutes_per_job=minutes)
-    fewer = cost_report(load_spec(platform))
+    fewer = cost_report(load_platform(platform))
     load["jobs_per_day"] = rl_jobs + extra
-    more = cost_report(load_spec(platform))
+    more = cost_report(load_platform(platform))
     assert fewer is not None and more is not None
     assert more.eur_per_day >= fewer.eur_per_day
     assert more.drain_minutes >= fewer.drain_minutes

@@ -12,7 +12,6 @@ import yaml
 
 from infra.__main__ import main
 from infra.cli.plan import plan_document
-from infra.config.platform import load_spec
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
 from infra.offline.stack_config import StackConfig
@@ -128,7 +127,8 @@ def test_documents_that_are_not_plans_are_refused() -> None:
 
 def _document(config: StackConfig, platform: dict[str, Any]) -> dict[str, Any]:
     config = config.with_values({"platform": platform})
-    document = plan_document(config, load_spec(platform), run_program(config))
+    run = run_program(config)
+    document = plan_document(config, run.namespace["platform"], run)
     return json.loads(json.dumps(document, sort_keys=True, default=str))  # as `plan --json` writes it
 
 

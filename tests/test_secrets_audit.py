@@ -15,7 +15,6 @@ import pulumi
 import pytest
 
 from infra.cli.plan import plan_document, render_plan
-from infra.config.platform import load_spec
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, MOCK_RUNNER_TOKEN_PREFIX, is_secret, mask_secrets
 from infra.offline.stack_config import StackConfig
@@ -100,13 +99,13 @@ def test_provider_outputs_holding_secrets_are_marked_secret(audited: tuple[Stack
 def test_no_secret_in_outputs_logs_artifacts_or_plan(audited: tuple[StackConfig, ProgramRun]) -> None:
     stack, run = audited
     secrets = _secret_values(run)
-    spec = load_spec(stack.get("platform"))
+    platform = run.namespace["platform"]
     public = [
         *(json.dumps(out.value, default=str) for out in run.outputs.values() if not out.secret),
         *(message for _, message in run.logs),
-        *render_artifacts(spec).values(),
-        json.dumps(plan_document(stack, spec, run), default=str),
-        render_plan(stack, spec, run, None, render_artifacts(spec)),
+        *render_artifacts(platform).values(),
+        json.dumps(plan_document(stack, platform, run), default=str),
+        render_plan(stack, platform, run, None, render_artifacts(platform)),
     ]
     for text in public:
         for value, owner in secrets.items():
@@ -154,7 +153,7 @@ def test_no_config_map_or_helm_value_holds_a_secret(audited: tuple[StackConfig, 
     for resource in run.resources:
         if resource.type in ("kubernetes:core/v1:ConfigMap", "kubernetes:helm.sh/v3:Release"):
             assert "[secret]" not in json.dumps(mask_secrets(resource.inputs)), resource.name
-    assert {"runner_id", "registry", "ci_templates"} <= set(run.outputs)
+    assert {"runner_ids", "registry", "ci_templates"} <= set(run.outputs)
 
 
 def test_a_secret_stored_in_plain_text_is_refused(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:

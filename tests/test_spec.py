@@ -9,6 +9,7 @@ import pytest
 
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
+from infra.model import load_platform
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -30,12 +31,12 @@ def test_dev_stack_is_the_design(dev_platform: dict[str, Any]) -> None:
     assert supervised.pool == "ci-training"
     assert set(supervised.families) == {"tft", "mamba2", "tggn", "tlob", "liquid", "kan", "xlstm", "diffusion"}
     assert (supervised.cpu_request.millicores, supervised.memory_limit.bytes) == (1000, 40 * 2**30)
-    assert spec.pools["ci-compile"].sharing_replicas() == 2
-    assert spec.pools["ci-training"].sharing_replicas() == 4
+    assert spec.pools["ci-compile"].gpu_sharing.replicas_per_gpu == 2
+    assert spec.pools["ci-training"].gpu_sharing.replicas_per_gpu == 4
 
 
 def test_dev_stack_warns_about_memory_overcommit(dev_platform: dict[str, Any]) -> None:
-    warnings = [str(w) for w in load_spec(dev_platform).warnings()]
+    warnings = [str(w) for w in load_platform(dev_platform).warnings]
     assert warnings == [
         "platform.profiles.supervised.memory_limit='40Gi': x 4 jobs per node = 160 GiB overcommits "
         "one L40S-1-48G node's allocatable 92 GiB (OOM if all hit the limit)"
@@ -90,17 +91,17 @@ def test_mps_replicas_are_capped_by_nvidia(dev_platform: dict[str, Any]) -> None
 
 def test_time_sliced_vram_that_cannot_all_fit_is_a_warning(dev_platform: dict[str, Any]) -> None:
     dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 16
-    warnings = [str(w) for w in load_spec(dev_platform).warnings()]
+    warnings = [str(w) for w in load_platform(dev_platform).warnings]
     assert (
         "platform.profiles.supervised.gpu_memory_gb=16: x 4 jobs per GPU = 64 GB exceeds one L40S-1-48G GPU's "
         "48 GB: time-slicing does not isolate GPU memory, so jobs may OOM each other"
     ) in warnings
     dev_platform["pools"]["ci-training"]["gpu_sharing"]["replicas"] = 3  # 3 x 16 = 48 GB: fits
-    assert not any("gpu_memory_gb" in str(w) for w in load_spec(dev_platform).warnings())
+    assert not any("gpu_memory_gb" in str(w) for w in load_platform(dev_platform).warnings)
 
 
 def test_mps_need_within_the_share_is_fine(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 4}
     dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 12
     spec = load_spec(dev_platform)
-    assert spec.pools["ci-training"].sharing_replicas() == 4
+    assert spec.pools["ci-training"].gpu_sharing.replicas_per_gpu == 4

@@ -15,15 +15,14 @@ from typing import Any
 
 import pulumi
 
-from infra.capacity import pool_reports, render_table
-from infra.config.errors import SpecError
-from infra.config.platform import PlatformSpec, load_spec
+from infra.model import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, load_stack_config
 from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
-from infra.render.report import render_report
+from infra.render.report import capacity_rows, render_report
+from infra.render.text import render_table
 
 MAX_CELL = 110
 
@@ -43,24 +42,27 @@ def main(args: argparse.Namespace) -> int:
     except (FileNotFoundError, StackFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    try:
-        spec = load_spec(config.get("platform"))
-        in_project = args.config is None or args.config.resolve().parent == PROJECT_ROOT
-        if in_project and (collisions := stack_collisions(config, spec)):  # another stack file of this project
-            raise SpecError(collisions)
-        run = run_program(config)
-    except (SpecError, pulumi.RunError) as err:
-        for line in str(err).splitlines():
+    run = run_program(config, check=False)
+    if run.error is not None:
+        if not isinstance(run.error, pulumi.RunError):
+            raise run.error
+        for line in str(run.error).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2
-    artifacts = render_artifacts(spec)
+    platform: Platform = run.namespace["platform"]  # derived once, by the program itself
+    in_project = args.config is None or args.config.resolve().parent == PROJECT_ROOT
+    if in_project and (collisions := stack_collisions(config, platform)):  # another stack file of the project
+        for problem in collisions:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    artifacts = render_artifacts(platform)
     if args.out:
         write_artifacts(args.out, artifacts)
     if args.json:
-        json.dump(plan_document(config, spec, run), sys.stdout, indent=2, sort_keys=True, default=str)
+        json.dump(plan_document(config, platform, run), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_plan(config, spec, run, args.out, artifacts))
+        sys.stdout.write(render_plan(config, platform, run, args.out, artifacts))
     return 0
 
 
@@ -76,7 +78,7 @@ def ordered(run: ProgramRun) -> list[RecordedResource]:
     return sorted(run.resources, key=lambda r: r.urn)
 
 
-def plan_document(config: StackConfig, spec: PlatformSpec, run: ProgramRun) -> dict[str, Any]:
+def plan_document(config: StackConfig, platform: Platform, run: ProgramRun) -> dict[str, Any]:
     """The plan as data, secrets masked: what `--json` prints and what MR diffs compare."""
     return {
         "project": config.project,
@@ -95,14 +97,14 @@ def plan_document(config: StackConfig, spec: PlatformSpec, run: ProgramRun) -> d
         "outputs": {
             name: "[secret]" if out.secret else displayable(out.value) for name, out in sorted(run.outputs.items())
         },
-        "capacity": [row.as_json() for row in pool_reports(spec)],
-        "report": render_report(spec),
+        "capacity": capacity_rows(platform),
+        "report": render_report(platform),
         "warnings": [message for level, message in run.logs if level == "warning"],
     }
 
 
 def render_plan(
-    config: StackConfig, spec: PlatformSpec, run: ProgramRun, out: Path | None, artifacts: dict[str, str]
+    config: StackConfig, platform: Platform, run: ProgramRun, out: Path | None, artifacts: dict[str, str]
 ) -> str:
     resources = ordered(run)
     rows = []
@@ -116,7 +118,7 @@ def render_plan(
         f"{sum(1 for r in resources if not r.custom)} components):\n",
         render_table(("type", "name", "key inputs"), rows),
         "\n",
-        render_report(spec),
+        render_report(platform),
     ]
     warnings = [message for level, message in run.logs if level == "warning"]
     if warnings:

@@ -20,16 +20,17 @@ import pulumi_gitlab as gitlab
 from infra.cloud.names import CI_TOKEN, child_name
 from infra.config.ci import CiVariableSpec
 from infra.config.platform import PlatformSpec
-from infra.render.ci_templates import render_ci_templates
 
 COMMIT_AUTHOR = "gpu-ci (Pulumi)"
 
 
 @dataclass(frozen=True)
 class GitlabCiArgs:
-    """The spec, the registry endpoint, and the stack secrets the variables read (by config key)."""
+    """The spec, the rendered templates file, the registry endpoint, and the stack secrets the variables read."""
 
     spec: PlatformSpec
+    templates: str
+    """The templates file's text (`infra.render.ci_templates`)."""
     registry_endpoint: pulumi.Input[str]
     secrets: Mapping[str, pulumi.Input[str]] | None = None
 
@@ -47,7 +48,7 @@ class GitlabCi(pulumi.ComponentResource):
     def __init__(self, name: str, args: GitlabCiArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CI_TOKEN, name, {}, opts)
         spec, secrets = args.spec, args.secrets or {}
-        text = render_ci_templates(spec)
+        text = args.templates
         branch = spec.ci.templates_branch
         if branch is None:
             branch = gitlab.get_project_output(

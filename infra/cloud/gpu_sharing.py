@@ -12,26 +12,32 @@ restart them on every GPU node, jobs or not. (README: "How a sharing change take
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra.cloud.names import GPU_SHARING_TOKEN, child_name
-from infra.config.platform import PlatformSpec
-from infra.render.device_plugin import cluster_policy_patch, config_key, device_plugin_configs
+from infra.cloud.names import GPU_SHARING_TOKEN, MANAGED_BY, child_name
+from infra.config.gpu_operator import GpuOperatorSpec
 
 PATCH_FIELD_MANAGER = "gpu-ci"
 """Server-side-apply field manager of the ClusterPolicy patch (stable, so `--show-managed-fields` names us)."""
 CLUSTER_POLICY_API = ("nvidia.com/v1", "ClusterPolicy")
-MANAGED_LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "gpu-ci"}
 
 
 @dataclass(frozen=True)
 class GpuSharingArgs:
-    """The spec; the Kubernetes provider comes in through `opts.providers`."""
+    """The operator's settings and the rendered configs; the Kubernetes provider comes through `opts.providers`."""
 
-    spec: PlatformSpec
+    operator: GpuOperatorSpec
+    configs: Mapping[str, str]
+    """The ConfigMap's data: one device-plugin config per key (`infra.render.device_plugin`)."""
+    cluster_policy_patch: Mapping[str, Any]
+    """The ClusterPolicy fields gpu-ci owns (`spec.devicePlugin.config`)."""
+    pool_keys: Mapping[str, str]
+    """Per GPU pool, its key in the ConfigMap."""
 
 
 class GpuSharing(pulumi.ComponentResource):
@@ -46,13 +52,13 @@ class GpuSharing(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuSharingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(GPU_SHARING_TOKEN, name, {}, opts)
-        spec, operator = args.spec, args.spec.gpu_operator
+        operator = args.operator
         config_map = k8s.core.v1.ConfigMap(
             child_name("config", name),
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=operator.config_map, namespace=operator.namespace, labels=dict(MANAGED_LABELS)
+                name=operator.config_map, namespace=operator.namespace, labels=dict(MANAGED_BY)
             ),
-            data=device_plugin_configs(spec),
+            data=dict(args.configs),
             # Its name is fixed, so a data change (a replacement for pulumi-kubernetes) must delete first.
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
@@ -71,11 +77,11 @@ class GpuSharing(pulumi.ComponentResource):
                         "pulumi.com/patchFieldManager": PATCH_FIELD_MANAGER,
                     },
                 ),
-                spec=cluster_policy_patch(spec)["spec"],
+                spec=args.cluster_policy_patch["spec"],
                 # The ConfigMap's name is passed as plain text, not as its output: replacing the ConfigMap
                 # must not make the engine replace (drop and re-apply) this patch.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[config_map]),
             )
         self.config_map = pulumi.Output.concat(config_map.metadata.namespace, "/", config_map.metadata.name)
-        self.pool_keys = {pool: config_key(pool) for pool in spec.gpu_pools()}
+        self.pool_keys = dict(args.pool_keys)
         self.register_outputs({"config_map": self.config_map, "pool_keys": self.pool_keys})

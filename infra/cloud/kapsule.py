@@ -11,6 +11,7 @@ routing selects on (`k8s.scaleway.com/pool-name`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -19,16 +20,17 @@ from pulumiverse_scaleway import kubernetes as scw_k8s
 from pulumiverse_scaleway import network as scw_network
 
 from infra.cloud.names import KAPSULE_TOKEN, child_name
-from infra.config.platform import PlatformSpec
-from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
+from infra.config.cluster import ClusterSpec
+from infra.model import Pool
 
 
 @dataclass(frozen=True)
 class KapsuleClusterArgs:
-    """The spec, plus labels other components derive per pool (e.g. the device-plugin config key)."""
+    """The region, the cluster's settings and the derived pools (their labels and taints included)."""
 
-    spec: PlatformSpec
-    extra_pool_labels: dict[str, dict[str, str]] | None = None
+    region: str
+    cluster: ClusterSpec
+    pools: Mapping[str, Pool]
 
 
 class KapsuleCluster(pulumi.ComponentResource):
@@ -45,13 +47,11 @@ class KapsuleCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KapsuleClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(KAPSULE_TOKEN, name, {}, opts)
-        spec = args.spec
-        cluster = self._cluster(name, spec)
+        cluster = self._cluster(name, args.region, args.cluster)
         pools = {
-            pool_name: self._pool(name, spec, pool_name, cluster.id, (args.extra_pool_labels or {}).get(pool_name, {}))
-            for pool_name in sorted(spec.pools)
+            pool_name: self._pool(name, args.region, pool, cluster.id) for pool_name, pool in sorted(args.pools.items())
         }
-        always_on = [pools[pool_name] for pool_name in spec.always_on_pools()]
+        always_on = [pools[pool_name] for pool_name, pool in sorted(args.pools.items()) if pool.always_on]
 
         self.cluster_id = cluster.id
         self.pool_ids = {pool_name: pool.id for pool_name, pool in pools.items()}
@@ -67,8 +67,7 @@ class KapsuleCluster(pulumi.ComponentResource):
         )
         self.register_outputs({"cluster_id": self.cluster_id, "pool_ids": self.pool_ids, "kubeconfig": self.kubeconfig})
 
-    def _cluster(self, name: str, spec: PlatformSpec) -> scw_k8s.Cluster:
-        cluster = spec.cluster
+    def _cluster(self, name: str, region: str, cluster: ClusterSpec) -> scw_k8s.Cluster:
         if cluster.existing_id:
             return scw_k8s.Cluster.get(
                 child_name("cluster", name), cluster.existing_id, opts=pulumi.ResourceOptions(parent=self)
@@ -76,7 +75,7 @@ class KapsuleCluster(pulumi.ComponentResource):
         vpc = scw_network.Vpc(
             child_name("vpc", name),
             name=cluster.name,
-            region=spec.region,
+            region=region,
             tags=list(cluster.tags),
             opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
         )
@@ -84,7 +83,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             child_name("pn", name),
             name=cluster.name,
             vpc_id=vpc.id,
-            region=spec.region,
+            region=region,
             tags=list(cluster.tags),
             ipv4_subnet=(
                 scw_network.PrivateNetworkIpv4SubnetArgs(subnet=str(cluster.private_network_subnet))
@@ -100,7 +99,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             type=cluster.type,
             version=cluster.version,
             cni=cluster.cni,
-            region=spec.region,
+            region=region,
             private_network_id=private_network.id,
             tags=list(cluster.tags),
             delete_additional_resources=False,
@@ -112,36 +111,28 @@ class KapsuleCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
         )
 
-    def _pool(
-        self, name: str, spec: PlatformSpec, pool_name: str, cluster_id: pulumi.Input[str], extra_labels: dict[str, str]
-    ) -> scw_k8s.Pool:
-        pool = spec.pools[pool_name]
-        is_gpu = spec.catalog[pool.node_type].is_gpu
+    def _pool(self, name: str, region: str, pool: Pool, cluster_id: pulumi.Input[str]) -> scw_k8s.Pool:
         return scw_k8s.Pool(
-            child_name(pool_name, name),
-            name=pool_name,
+            child_name(pool.name, name),
+            name=pool.name,
             cluster_id=cluster_id,
-            region=spec.region,
+            region=region,
             zone=pool.zone,
             node_type=pool.node_type,
-            size=pool.initial_size,
+            size=pool.spec.initial_size,
             min_size=pool.min_size,
             max_size=pool.max_size,
-            autoscaling=pool.autoscaling,
-            autohealing=pool.autohealing,
+            autoscaling=pool.spec.autoscaling,
+            autohealing=pool.spec.autohealing,
             container_runtime="containerd",
-            root_volume_size_in_gb=spec.root_volume_gb(pool_name),
-            root_volume_type=pool.root_volume_type,
-            labels={**pool.labels, **extra_labels},
-            taints=(
-                [scw_k8s.PoolTaintArgs(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)]
-                if is_gpu
-                else None
-            ),
+            root_volume_size_in_gb=pool.root_volume_gb,
+            root_volume_type=pool.spec.root_volume_type,
+            labels=dict(pool.labels),
+            taints=[scw_k8s.PoolTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool.taints] or None,
             wait_for_pool_ready=pool.always_on,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=["size"] if pool.autoscaling else None,
+                ignore_changes=["size"] if pool.spec.autoscaling else None,
                 delete_before_replace=True,
             ),
         )

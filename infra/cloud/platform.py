@@ -1,6 +1,8 @@
-"""The whole platform from one spec: which components exist and how their outputs connect.
+"""The whole platform from the derived model: which components exist and how their outputs connect.
 
-`__main__.py` calls `build_platform` and exports what it returns; nothing here reads stack config.
+`__main__.py` derives the platform (before any registration), calls `build_platform` and exports what it
+returns. Each component gets its slice of the model and the text rendered for it; nothing here reads stack
+config or computes a figure.
 """
 
 from __future__ import annotations
@@ -10,51 +12,75 @@ from typing import Any
 
 import pulumi
 
-from infra.capacity import pool_reports
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
 from infra.cloud.names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, REGISTRY_COMPONENT, RUNNER_COMPONENT
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
-from infra.cloud.runner import GitlabRunner, GitlabRunnerArgs
-from infra.config.platform import PlatformSpec
-from infra.cost import cost_report
-from infra.render.device_plugin import pool_labels
+from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
+from infra.model import Platform
+from infra.render.ci_templates import render_ci_templates
+from infra.render.device_plugin import cluster_policy_patch, device_plugin_configs
+from infra.render.runner import runner_helm_values
 
 
-def build_platform(spec: PlatformSpec, secrets: Mapping[str, pulumi.Input[str]] | None = None) -> dict[str, Any]:
+def build_platform(
+    platform: Platform,
+    secrets: Mapping[str, pulumi.Input[str]] | None = None,
+    report: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Register every resource of the platform; return the stack outputs by name.
 
-    `secrets` holds the stack secrets the spec needs (`infra.config.secrets.secret_config_keys`), read
-    by `__main__.py` as Pulumi secrets.
+    `secrets` holds the stack secrets the spec needs (`infra.config.secrets.secret_config_keys`), read by
+    `__main__.py` as Pulumi secrets. `report` holds figures computed before any registration (capacity, cost),
+    exported as they are.
     """
-    kapsule = KapsuleCluster(COMPONENT_NAME, KapsuleClusterArgs(spec=spec, extra_pool_labels=pool_labels(spec)))
+    spec = platform.spec
+    kapsule = KapsuleCluster(
+        COMPONENT_NAME, KapsuleClusterArgs(region=spec.region, cluster=spec.cluster, pools=platform.pools)
+    )
     registry = ContainerRegistry(REGISTRY_COMPONENT, ContainerRegistryArgs(spec=spec))
-    runner = GitlabRunner(
+    runners = RunnerFleet(
         RUNNER_COMPONENT,
-        GitlabRunnerArgs(
-            spec=spec,
+        RunnerFleetArgs(
+            runners=[RunnerRelease(r, runner_helm_values(platform, r)) for r in platform.runners.values()],
+            settings=spec.runner,
+            gitlab=spec.gitlab,
+            region=spec.region,
             provider=kapsule.provider,
+            pull_secret_required=spec.registry.needs_pull_secret,
             registry_docker_config=registry.docker_config_json,
             secrets=secrets,
         ),
     )
-    ci = GitlabCi(CI_COMPONENT, GitlabCiArgs(spec=spec, registry_endpoint=registry.endpoint, secrets=secrets))
+    ci = GitlabCi(
+        CI_COMPONENT,
+        GitlabCiArgs(
+            spec=spec,
+            templates=render_ci_templates(platform),
+            registry_endpoint=registry.endpoint,
+            secrets=secrets,
+        ),
+    )
     outputs: dict[str, Any] = {
         "cluster_id": kapsule.cluster_id,
         "pool_ids": kapsule.pool_ids,
         "kubeconfig": kapsule.kubeconfig,
-        "capacity": [row.as_json() for row in pool_reports(spec)],
-        "runner_id": runner.runner_id,
+        "runner_ids": runners.runner_ids,
         "registry": registry.endpoint,
         "ci_templates": ci.templates,
+        **(report or {}),
     }
-    if spec.gpu_pools():
+    if platform.gpu_pools:
         sharing = GpuSharing(
-            GPU_SHARING_NAME, GpuSharingArgs(spec=spec), pulumi.ResourceOptions(providers=[kapsule.provider])
+            GPU_SHARING_NAME,
+            GpuSharingArgs(
+                operator=spec.gpu_operator,
+                configs=device_plugin_configs(platform),
+                cluster_policy_patch=cluster_policy_patch(platform),
+                pool_keys={p.name: p.device_plugin_key for p in platform.pools.values() if p.device_plugin_key},
+            ),
+            pulumi.ResourceOptions(providers=[kapsule.provider]),
         )
         outputs["gpu_sharing"] = {"config_map": sharing.config_map, "pool_keys": sharing.pool_keys}
-    cost = cost_report(spec)
-    if cost is not None:
-        outputs["cost"] = cost.as_json()
     return outputs

@@ -1,155 +1,245 @@
-"""GitlabRunner: the runner's registration on GitLab and its Helm release on the cluster.
+"""RunnerFleet: one GitLab runner per GPU pool (registration and Helm release), in one isolated namespace.
 
-Fed by `platform.runner`, `platform.gitlab` and, through `infra.routing`, the pools and profiles. It
-creates:
-- `gitlab.UserRunner` (project or group scope; the spec's tags; no untagged jobs): GitLab hands back a
-  `glrt-` authentication token;
-- the runner namespace, and in it the Secret the chart reads the token from (`runner-token`, plus the
-  empty `runner-registration-token` the chart also mounts). The token travels only as a Pulumi secret,
-  from the UserRunner's output into that Secret: never into Helm values, logs or plain outputs;
-- optionally the image-pull Secret (registry) and the cache Secret and bucket (Object Storage);
-- the `gitlab-runner` chart (charts.gitlab.io, pinned version) as a Helm release, with values and the
-  config.toml template from `infra.render.runner`.
+Fed by the derived runners (`infra.model.Runner`), their rendered Helm values (`infra.render.runner`) and the
+`platform.runner` / `platform.gitlab` sections. It creates:
+- the runner namespace, with Pod Security Admission `baseline` enforced (no privileged, hostPath, hostNetwork
+  or hostPID pod, whatever the manager's service account asks for) and `restricted` warned and audited;
+- NetworkPolicies: deny everything by default; job pods (`gpu-ci/role: job`) reach cluster DNS and the
+  internet (registry, GitLab, package indexes) but no private range, no node, no other pod and not the
+  instance metadata service; managers reach DNS, GitLab and the Kubernetes API, never the metadata service;
+  nothing may connect to either;
+- the image-pull Secret (registry) and the cache Secret and bucket (Object Storage), shared by the runners;
+- per runner: a `gitlab.UserRunner` (the runner's tags, no untagged jobs) whose `glrt-` token travels only as
+  a Pulumi secret into the runner's own token Secret, and a `gitlab-runner` Helm release (pinned chart).
+
+Names: the default pool's runner keeps the names of the single-runner layout (`runner-registration`,
+`runner-token`, `runner-release`, release `gitlab-runner`), and the component keeps its type token, so an
+existing stack keeps that registration, token and release; the other pools' runners are added beside it.
+
+Safe updates: the manager Deployment uses `strategy: Recreate` with the SIGQUIT drain (see
+`infra.render.runner`), so an upgrade never runs two managers over one pool. Helm does not wait for the new
+manager (`skip_await`): a drain may last up to the job timeout, and `pulumi up` must neither block for hours
+nor roll back a release whose old pod is still finishing jobs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gitlab as gitlab
 import pulumi_kubernetes as k8s
 from pulumiverse_scaleway import object as scw_object
 
-from infra.cloud.names import RUNNER_TOKEN, child_name
-from infra.config.platform import PlatformSpec
-from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG, CHART_NAME, CHART_REPOSITORY
-from infra.render.runner import (
-    CACHE_SECRET_NAME,
-    REGISTRY_PULL_SECRET_NAME,
-    RELEASE_NAME,
-    RUNNER_ID_ANNOTATION,
-    TOKEN_SECRET_NAME,
-    runner_helm_values,
+from infra.cloud.names import MANAGED_BY, RUNNER_TOKEN, child_name
+from infra.config.gitlab import GitlabSpec
+from infra.config.runner import (
+    CACHE_ACCESS_KEY_CONFIG,
+    CACHE_SECRET_KEY_CONFIG,
+    CHART_NAME,
+    CHART_REPOSITORY,
+    RunnerSpec,
 )
+from infra.model import Runner
+from infra.render.runner import CACHE_SECRET_NAME, REGISTRY_PULL_SECRET_NAME, ROLE_LABEL, RUNNER_ID_ANNOTATION
 
 HELM_TIMEOUT_SECONDS = 600
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "gpu-ci"}
+POD_SECURITY = {
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+}
+"""Pod Security Admission on the runner namespace: `baseline` is enforced (job pods run training images as
+root, which `restricted` forbids); `restricted` is reported, so a job that could be tightened shows up."""
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
+"""What job pods may not reach: RFC 1918, carrier-grade NAT (Kapsule's pod range), link-local (the instance
+metadata service at 169.254.42.42)."""
+METADATA_RANGE = "169.254.0.0/16"
+KUBE_DNS = {"namespace": "kube-system", "k8s-app": "kube-dns"}
 
 
 @dataclass(frozen=True)
-class GitlabRunnerArgs:
-    """The spec, the cluster's provider, and the secrets the runner needs (Pulumi secrets)."""
+class RunnerRelease:
+    """One runner of the fleet: its derived settings and its rendered Helm values (token excluded)."""
 
-    spec: PlatformSpec
+    runner: Runner
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RunnerFleetArgs:
+    """The runners, the sections they share, the cluster's provider and the secrets they need."""
+
+    runners: Sequence[RunnerRelease]
+    settings: RunnerSpec
+    gitlab: GitlabSpec
+    region: str
     provider: k8s.Provider
+    pull_secret_required: bool
+    """Whether the runners' config.toml names the image-pull Secret (a private registry)."""
     registry_docker_config: pulumi.Input[str] | None = None
     """`.dockerconfigjson` for pulling training images (None: public registry, no pull secret)."""
     secrets: Mapping[str, pulumi.Input[str]] | None = None
     """Stack secrets by config key; the cache keys when the spec has a cache."""
 
 
-class GitlabRunner(pulumi.ComponentResource):
-    """One runner: its GitLab registration and its manager on the cluster."""
+class RunnerFleet(pulumi.ComponentResource):
+    """The runners' namespace and policies, and per GPU pool a registration and a manager release."""
 
-    runner_id: pulumi.Output[str]
-    """GitLab's id of the runner (not secret; the token is)."""
+    runner_ids: dict[str, pulumi.Output[str]]
+    """GitLab's id of each runner, by pool (not secret; the tokens are)."""
     namespace: pulumi.Output[str]
-    """Namespace of the manager and the job pods."""
-    release_status: pulumi.Output[str]
-    """Helm release status (`deployed`)."""
+    """Namespace of the managers and the job pods."""
+    release_statuses: dict[str, pulumi.Output[str]]
+    """Helm release status by pool (`deployed`)."""
 
-    def __init__(self, name: str, args: GitlabRunnerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: RunnerFleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # The token is the single-runner layout's: it is part of every child's URN, and changing it would make
+        # the engine replace the default runner's registration and release (a new token, a killed drain).
         super().__init__(RUNNER_TOKEN, name, {}, opts)
-        spec, secrets = args.spec, args.secrets or {}
-        if spec.registry.needs_pull_secret != (args.registry_docker_config is not None):
+        settings = args.settings
+        if args.pull_secret_required != (args.registry_docker_config is not None):
             raise ValueError("the registry pull credential must be given exactly when the registry is private")
-        runner = self._registration(name, spec)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespace = k8s.core.v1.Namespace(
             child_name("namespace", name),
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.runner.namespace, labels=MANAGED_BY),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=settings.namespace, labels={**MANAGED_BY, **POD_SECURITY}),
             opts=k8s_opts,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-        token_secret = k8s.core.v1.Secret(
-            child_name("token", name),
-            metadata=self._metadata(TOKEN_SECRET_NAME, spec),
-            type="Opaque",
-            string_data={
-                "runner-token": pulumi.Output.secret(runner.token),
-                "runner-registration-token": "",
-            },
-            opts=in_namespace,
-        )
-        needed: list[pulumi.Resource] = [token_secret]
+        shared: list[pulumi.Resource] = self._network_policies(name, settings.namespace, in_namespace)
         if args.registry_docker_config is not None:
-            needed.append(
+            shared.append(
                 k8s.core.v1.Secret(
                     child_name("registry-pull", name),
-                    metadata=self._metadata(REGISTRY_PULL_SECRET_NAME, spec),
+                    metadata=_metadata(REGISTRY_PULL_SECRET_NAME, settings.namespace),
                     type="kubernetes.io/dockerconfigjson",
                     string_data={".dockerconfigjson": pulumi.Output.secret(args.registry_docker_config)},
                     opts=in_namespace,
                 )
             )
-        if spec.runner.cache is not None:
-            needed += self._cache(name, spec, secrets, in_namespace)
+        if settings.cache is not None:
+            shared += self._cache(name, args, in_namespace)
 
-        values = runner_helm_values(spec)
-        values["podAnnotations"] = {RUNNER_ID_ANNOTATION: runner.id}
-        release = k8s.helm.v3.Release(
-            child_name("release", name),
-            name=RELEASE_NAME,
+        self.runner_ids, self.release_statuses = {}, {}
+        for release in args.runners:
+            runner_id, status = self._runner(name, args, release, namespace, shared)
+            self.runner_ids[release.runner.pool] = runner_id
+            self.release_statuses[release.runner.pool] = status
+        self.namespace = namespace.metadata.name
+        self.register_outputs(
+            {"runner_ids": self.runner_ids, "namespace": self.namespace, "release_statuses": self.release_statuses}
+        )
+
+    def _runner(
+        self,
+        name: str,
+        args: RunnerFleetArgs,
+        release: RunnerRelease,
+        namespace: k8s.core.v1.Namespace,
+        shared: list[pulumi.Resource],
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """A runner's registration, its token Secret and its manager release."""
+        runner, prefix = release.runner, release.runner.resource_prefix
+        registration = self._registration(child_name(f"{prefix}registration", name), args, runner)
+        token_secret = k8s.core.v1.Secret(
+            child_name(f"{prefix}token", name),
+            metadata=_metadata(runner.token_secret_name, args.settings.namespace),
+            type="Opaque",
+            string_data={"runner-token": pulumi.Output.secret(registration.token), "runner-registration-token": ""},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
+        )
+        values = dict(release.values)
+        # A new registration (new token) rolls the manager pod: the chart's checksums do not see the Secret.
+        values["podAnnotations"] = {RUNNER_ID_ANNOTATION: registration.id}
+        helm = k8s.helm.v3.Release(
+            child_name(f"{prefix}release", name),
+            name=runner.release_name,
             chart=CHART_NAME,
-            version=spec.runner.chart_version,
+            version=args.settings.chart_version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
             namespace=namespace.metadata.name,
             values=values,
-            atomic=True,
+            skip_await=True,
             cleanup_on_fail=True,
             timeout=HELM_TIMEOUT_SECONDS,
             max_history=10,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, *needed]),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[namespace, token_secret, *shared]
+            ),
         )
-        self.runner_id = runner.id
-        self.namespace = namespace.metadata.name
-        self.release_status = release.status.apply(lambda status: status.status if status else "")
-        self.register_outputs(
-            {"runner_id": self.runner_id, "namespace": self.namespace, "release_status": self.release_status}
-        )
+        return registration.id, helm.status.apply(lambda status: status.status if status else "")
 
-    def _registration(self, name: str, spec: PlatformSpec) -> gitlab.UserRunner:
-        """The runner on GitLab: its scope decides which projects' jobs it may take."""
+    def _registration(self, resource_name: str, args: RunnerFleetArgs, runner: Runner) -> gitlab.UserRunner:
+        """The runner on GitLab: its scope decides which projects' jobs it may take, its tags which jobs."""
         invoke_opts = pulumi.InvokeOutputOptions(parent=self)
-        if spec.gitlab.runner_scope == "group":
-            group = gitlab.get_group_output(full_path=spec.gitlab.group, opts=invoke_opts)
+        scope: dict[str, Any]
+        if args.gitlab.runner_scope == "group":
+            group = gitlab.get_group_output(full_path=args.gitlab.group, opts=invoke_opts)
             scope = {"runner_type": "group_type", "group_id": group.group_id}
         else:
-            project = gitlab.get_project_output(path_with_namespace=spec.gitlab.project, opts=invoke_opts)
+            project = gitlab.get_project_output(path_with_namespace=args.gitlab.project, opts=invoke_opts)
             scope = {"runner_type": "project_type", "project_id": project.id.apply(int)}
         return gitlab.UserRunner(
-            child_name("registration", name),
-            description=spec.runner.description,
-            tag_lists=list(spec.runner.tags),
+            resource_name,
+            description=runner.description,
+            tag_lists=list(runner.tags),
             untagged=False,
-            locked=True if spec.gitlab.runner_scope == "project" else None,  # no other project may enable it
-            access_level=spec.runner.access_level,
-            maximum_timeout=spec.runner.job_timeout_seconds,
+            locked=True if args.gitlab.runner_scope == "project" else None,  # no other project may enable it
+            access_level=args.settings.access_level,
+            maximum_timeout=runner.job_timeout_seconds,
             **scope,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _cache(
-        self,
-        name: str,
-        spec: PlatformSpec,
-        secrets: Mapping[str, pulumi.Input[str]],
-        opts: pulumi.ResourceOptions,
-    ) -> list[pulumi.Resource]:
+    def _network_policies(self, name: str, namespace: str, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+        """Default deny, then the egress jobs and managers need (Cilium enforces NetworkPolicies on Kapsule)."""
+        dns = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+            to=[
+                k8s.networking.v1.NetworkPolicyPeerArgs(
+                    namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                        match_labels={"kubernetes.io/metadata.name": KUBE_DNS["namespace"]}
+                    ),
+                    pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"k8s-app": KUBE_DNS["k8s-app"]}),
+                )
+            ],
+            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol=protocol, port=53) for protocol in ("UDP", "TCP")],
+        )
+
+        def internet(excepted: Sequence[str]) -> k8s.networking.v1.NetworkPolicyEgressRuleArgs:
+            return k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                to=[
+                    k8s.networking.v1.NetworkPolicyPeerArgs(
+                        ip_block=k8s.networking.v1.IPBlockArgs(cidr="0.0.0.0/0", except_=list(excepted))
+                    )
+                ]
+            )
+
+        def policy(suffix: str, role: str | None, egress: list[Any]) -> k8s.networking.v1.NetworkPolicy:
+            return k8s.networking.v1.NetworkPolicy(
+                child_name(f"netpol-{suffix}", name),
+                metadata=_metadata(f"gpu-ci-{suffix}", namespace),
+                spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                    pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={ROLE_LABEL: role} if role else None),
+                    policy_types=["Ingress", "Egress"],
+                    egress=egress or None,
+                ),
+                opts=opts,
+            )
+
+        return [
+            policy("default-deny", None, []),
+            policy("jobs-egress", "job", [dns, internet(PRIVATE_RANGES)]),
+            # The manager talks to GitLab and to the Kubernetes API, which may sit on a private address.
+            policy("managers-egress", "manager", [dns, internet((METADATA_RANGE,))]),
+        ]
+
+    def _cache(self, name: str, args: RunnerFleetArgs, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
         """The cache bucket (unless adopted) and the Secret with its Object Storage key."""
-        cache = spec.runner.cache
+        cache, secrets = args.settings.cache, args.secrets or {}
         assert cache is not None
         created: list[pulumi.Resource] = []
         if cache.create:
@@ -157,7 +247,7 @@ class GitlabRunner(pulumi.ComponentResource):
                 scw_object.Bucket(
                     child_name("cache-bucket", name),
                     name=cache.bucket,
-                    region=spec.region,
+                    region=args.region,
                     tags={"managed-by": "pulumi", "part-of": "gpu-ci"},
                     lifecycle_rules=(
                         [
@@ -176,7 +266,7 @@ class GitlabRunner(pulumi.ComponentResource):
         created.append(
             k8s.core.v1.Secret(
                 child_name("cache", name),
-                metadata=self._metadata(CACHE_SECRET_NAME, spec),
+                metadata=_metadata(CACHE_SECRET_NAME, args.settings.namespace),
                 type="Opaque",
                 string_data={
                     "accesskey": pulumi.Output.secret(secrets[CACHE_ACCESS_KEY_CONFIG]),
@@ -187,6 +277,6 @@ class GitlabRunner(pulumi.ComponentResource):
         )
         return created
 
-    @staticmethod
-    def _metadata(secret_name: str, spec: PlatformSpec) -> k8s.meta.v1.ObjectMetaArgs:
-        return k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=spec.runner.namespace, labels=MANAGED_BY)
+
+def _metadata(object_name: str, namespace: str) -> k8s.meta.v1.ObjectMetaArgs:
+    return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=dict(MANAGED_BY))

@@ -50,7 +50,6 @@ MAX_WAIT_SECONDS = 7 * 24 * 3600
 """Longest duration of any setting (timeouts, scale-down delays): one week."""
 MAX_ROOT_VOLUME_GB = 10_000
 """Far above any node's root volume (CUDA images need ~100 GB)."""
-MAX_CONCURRENT_JOBS = 1000
 MAX_JOBS_PER_DAY = 10_000
 MAX_BATCHES_PER_DAY = 1440
 """One burst a minute: the cost model simulates every burst."""

@@ -152,7 +152,7 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
     problems = []
     errors = exc.errors(include_url=False)
     for err in errors[:MAX_PROBLEMS]:
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        loc = _config_path(err["loc"], raw)
         kind = err["type"]
         value: object = err.get("input", _MISSING)
         reason = str(err["msg"]).removeprefix("Value error, ")
@@ -166,6 +166,29 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
     if len(errors) > MAX_PROBLEMS:
         problems.append(Problem(CONFIG_ROOT, _ELIDED, f"and {len(errors) - MAX_PROBLEMS} more problems not shown"))
     return problems
+
+
+def _config_path(loc: tuple[str | int, ...], raw: object) -> list[str | int]:
+    """The error's location as config keys: pydantic adds steps that are not keys (validator names, the tag of
+    a discriminated union such as `time-slicing`); a step that is not a key of the mapping it is in is dropped,
+    unless it is the last (a missing or unknown key)."""
+    path: list[str | int] = []
+    node = raw
+    for index, part in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(part, str) and part.startswith("function-"):
+            continue
+        if isinstance(node, dict) and part not in node and not last:
+            continue
+        path.append(part)
+        node = (
+            node.get(part)
+            if isinstance(node, dict)
+            else node[part]
+            if isinstance(node, list) and isinstance(part, int) and part < len(node)
+            else None
+        )
+    return path
 
 
 def _known_keys_hint(raw: object, loc: list[str | int]) -> str:

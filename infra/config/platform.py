@@ -13,7 +13,6 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from infra.capacity import fit_problems
 from infra.catalog import BUILTIN_CATALOG, Catalog, NodeType
 from infra.config.base import (
     DNS_LABEL,
@@ -43,8 +42,6 @@ MIN_ROOT_VOLUME_GB = 20
 MIN_GPU_ROOT_VOLUME_GB = 100
 DEFAULT_GPU_ROOT_VOLUME_GB = 150
 DEFAULT_ROOT_VOLUME_GB = 50
-MAX_MPS_REPLICAS = 48
-"""NVIDIA's limit on MPS replicas per GPU for Volta and newer (L4, L40S, H100): gpu-operator docs, MPS limitations."""
 
 
 class PlatformSpec(SpecModel):
@@ -92,13 +89,12 @@ class PlatformSpec(SpecModel):
             return pool.root_volume_size_gb
         return DEFAULT_GPU_ROOT_VOLUME_GB if self.catalog[pool.node_type].is_gpu else DEFAULT_ROOT_VOLUME_GB
 
-    def warnings(self) -> list[Problem]:
-        """Valid but worth a look before `up` (e.g. memory limits that overcommit a node)."""
-        return [p for p in fit_problems(self) if p.severity == "warning"]
-
 
 def load_spec(raw: object) -> PlatformSpec:
-    """Parse and validate the `platform` config object; raise SpecError listing every problem."""
+    """Parse and validate the `platform` config object; raise SpecError listing every problem.
+
+    What only the derived platform shows (a full node of jobs that does not fit, ambiguous routing) is checked
+    by `infra.model.derive`; `infra.model.load_platform` does both."""
     if not isinstance(raw, dict):
         raise SpecError([Problem("platform", raw, "must be an object (set it with pulumi config set --path)")])
     if early := raw_problems(raw):  # numbers too large to even print, objects too large to walk
@@ -108,7 +104,6 @@ def load_spec(raw: object) -> PlatformSpec:
     except ValidationError as exc:
         raise SpecError(problems_from_validation(exc, raw)) from None
     problems = semantic_problems(spec)
-    problems += [p for p in fit_problems(spec) if p.severity == "error" and p not in problems]
     if problems:
         raise SpecError(problems)
     return spec
@@ -230,37 +225,12 @@ def _pool_problems(spec: PlatformSpec, name: str) -> list[Problem]:
 
 
 def _sharing_problems(spec: PlatformSpec, name: str) -> list[Problem]:
-    pool, path = spec.pools[name], ("pools", name, "gpu_sharing")
-    sharing, node = pool.gpu_sharing, spec.catalog[pool.node_type]
-    if sharing is None:
+    """Sharing is a GPU pool's (its replicas are checked by the sharing variant itself)."""
+    pool = spec.pools[name]
+    if pool.gpu_sharing.strategy == "none" or spec.catalog[pool.node_type].is_gpu:
         return []
-    if not node.is_gpu:
-        return [Problem(key_path(*path, "strategy"), sharing.strategy, f"{pool.node_type} has no GPU to share")]
-    if sharing.strategy != "none" and (sharing.replicas is None or sharing.replicas < 2):
-        return [
-            Problem(
-                key_path(*path, "replicas"),
-                sharing.replicas,
-                f"{sharing.strategy} needs >= 2 replicas (use strategy 'none' for one job per GPU)",
-            )
-        ]
-    if sharing.strategy == "none" and sharing.replicas not in (None, 1):
-        return [
-            Problem(
-                key_path(*path, "replicas"),
-                sharing.replicas,
-                "strategy 'none' gives one job per GPU; drop replicas or pick time-slicing or mps",
-            )
-        ]
-    if sharing.strategy == "mps" and sharing.replicas is not None and sharing.replicas > MAX_MPS_REPLICAS:
-        return [
-            Problem(
-                key_path(*path, "replicas"),
-                sharing.replicas,
-                f"MPS allows at most {MAX_MPS_REPLICAS} replicas per GPU (NVIDIA GPU operator limit)",
-            )
-        ]
-    return []
+    path = key_path("pools", name, "gpu_sharing", "strategy")
+    return [Problem(path, pool.gpu_sharing.strategy, f"{pool.node_type} has no GPU to share")]
 
 
 def _always_on_problems(spec: PlatformSpec) -> list[Problem]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from infra.config.base import (
     MAX_COLD_START_MINUTES,
@@ -14,9 +14,6 @@ from infra.config.base import (
     SpecModel,
     StrictInt,
 )
-
-MAX_SHARING_REPLICAS = 64
-"""Jobs per GPU at most (time-slicing has no NVIDIA limit; MPS stops at 48, checked separately)."""
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
@@ -28,12 +25,92 @@ POOL_NAME_LABEL = "k8s.scaleway.com/pool-name"
 """The label Kapsule puts on every node with its pool's name: what job routing selects on."""
 
 
-class GpuSharingSpec(SpecModel):
-    """How many jobs share a pool's GPU, and how (NVIDIA device-plugin sharing)."""
+MAX_TIME_SLICING_REPLICAS = 16
+"""Time-slicing shares compute and memory with no isolation: past 16 jobs per GPU each gets too little to train."""
+MAX_MPS_REPLICAS = 48
+"""NVIDIA's limit on MPS clients per GPU for Volta and newer (L4, L40S, H100): gpu-operator docs, MPS limitations."""
 
-    strategy: Literal["time-slicing", "mps", "none"] = "time-slicing"
-    replicas: StrictInt | None = Field(None, ge=0, le=MAX_SHARING_REPLICAS)
-    """Jobs per GPU; the scheduler enforces it since each job requests one `nvidia.com/gpu`."""
+
+def _replicas_in_range(value: int, strategy: str, most: int) -> int:
+    if value < 2:
+        raise ValueError(f"{strategy} needs >= 2 replicas (use strategy 'none' for one job per GPU)")
+    if value > most:
+        why = "NVIDIA GPU operator limit" if strategy == "mps" else "each job would get too little of the GPU"
+        name = "MPS" if strategy == "mps" else strategy
+        raise ValueError(f"{name} allows at most {most} replicas per GPU ({why})")
+    return value
+
+
+class NoSharing(SpecModel):
+    """One job per GPU: the job has the whole GPU, compute and memory."""
+
+    strategy: Literal["none"]
+
+    replicas_per_gpu: ClassVar[int] = 1
+    plugin_section: ClassVar[str | None] = None
+    """The device plugin's `sharing.<section>` (None: no sharing section)."""
+    isolates_memory: ClassVar[bool] = True
+    caps_compute: ClassVar[bool] = False
+    """Whether each job is held to 1/replicas of the GPU's compute even when alone (MPS)."""
+
+    @property
+    def label(self) -> str:
+        return "none"
+
+
+class TimeSlicing(SpecModel):
+    """`replicas` jobs take turns on the GPU: a job alone gets all of it; memory is not isolated."""
+
+    strategy: Literal["time-slicing"]
+    replicas: int = Field(strict=True)
+    """Jobs per GPU, 2-16; the scheduler enforces it since each job requests one `nvidia.com/gpu`."""
+
+    @field_validator("replicas")
+    @classmethod
+    def _replicas(cls, value: int) -> int:
+        return _replicas_in_range(value, "time-slicing", MAX_TIME_SLICING_REPLICAS)
+
+    plugin_section: ClassVar[str | None] = "timeSlicing"
+    isolates_memory: ClassVar[bool] = False
+    caps_compute: ClassVar[bool] = False
+
+    @property
+    def replicas_per_gpu(self) -> int:
+        return self.replicas
+
+    @property
+    def label(self) -> str:
+        return f"time-slicing x{self.replicas}"
+
+
+class Mps(SpecModel):
+    """`replicas` MPS clients per GPU: each capped at 1/replicas of the compute and of the memory."""
+
+    strategy: Literal["mps"]
+    replicas: int = Field(strict=True)
+    """Jobs per GPU, 2-48 (NVIDIA allows at most 48 MPS clients per GPU)."""
+
+    @field_validator("replicas")
+    @classmethod
+    def _replicas(cls, value: int) -> int:
+        return _replicas_in_range(value, "mps", MAX_MPS_REPLICAS)
+
+    plugin_section: ClassVar[str | None] = "mps"
+    isolates_memory: ClassVar[bool] = True
+    caps_compute: ClassVar[bool] = True
+
+    @property
+    def replicas_per_gpu(self) -> int:
+        return self.replicas
+
+    @property
+    def label(self) -> str:
+        return f"mps x{self.replicas}"
+
+
+GpuSharing = Annotated[NoSharing | TimeSlicing | Mps, Field(discriminator="strategy")]
+"""How jobs share a pool's GPU: a tagged union on `strategy`, read in one place (the variant's attributes)."""
+NO_SHARING = NoSharing(strategy="none")
 
 
 class PoolSpec(SpecModel):
@@ -51,8 +128,9 @@ class PoolSpec(SpecModel):
     root_volume_type: str | None = Field(None, max_length=64)
     labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LIST)
     """Extra node labels (unprefixed, reconciled by Kapsule on every node of the pool)."""
-    gpu_sharing: GpuSharingSpec | None = None
-    """GPU pools only; None means one job per GPU."""
+    gpu_sharing: GpuSharing = NO_SHARING
+    """GPU pools only: `{strategy: none}` (the default), `{strategy: time-slicing, replicas: N}` (2-16) or
+    `{strategy: mps, replicas: N}` (2-48)."""
     cold_start_minutes: StrictInt = Field(15, ge=1, le=MAX_COLD_START_MINUTES)
     """Time from a pending job to a ready node when the pool is at zero (node boot, GPU driver, image pull)."""
 
@@ -64,9 +142,3 @@ class PoolSpec(SpecModel):
     def initial_size(self) -> int:
         """Pools are created at min_size; with autoscaling the autoscaler owns the size afterwards."""
         return self.min_size
-
-    def sharing_replicas(self) -> int:
-        """Jobs that can share one GPU of this pool (1 without sharing)."""
-        if self.gpu_sharing is None or self.gpu_sharing.strategy == "none" or not self.gpu_sharing.replicas:
-            return 1
-        return self.gpu_sharing.replicas

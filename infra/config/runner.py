@@ -1,9 +1,10 @@
-"""`platform.runner`: the one GitLab runner (one Helm release, one `glrt-` token) that runs every profile's jobs.
+"""`platform.runner`: the GitLab runners, one per GPU pool that a profile targets (a Helm release and a
+`glrt-` token each).
 
-The runner's limits (default pool, node-selector allow-list, resource maxima) are not configured here:
-they are derived from the pools and profiles (`infra.routing`), so they can never disagree with the
-CI templates. This section holds what is the runner's own: where it lives, which chart, its timeouts,
-its tags and its optional cache.
+Each runner's limits (its pool, node-selector allow-list, job slots, resource maxima, poll timeout) are not
+configured here: they are derived from the pools and profiles (`infra.model`), so they can never disagree
+with the CI templates. This section holds what the runners share: where they live, which chart, their
+timeouts, the tags that route jobs to them and the optional cache.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, field_validator
 
 from infra.config.base import (
-    MAX_CONCURRENT_JOBS,
     MAX_LIST,
     Duration,
     SpecModel,
@@ -81,12 +81,20 @@ class RunnerSpec(SpecModel):
     """Where a job that names no pool runs; None: the cheapest pool a profile targets."""
     manager_pool: str | None = None
     """Where the manager pod runs; None: the first always-on pool without a GPU."""
-    concurrent: StrictInt | None = Field(None, ge=1, le=MAX_CONCURRENT_JOBS)
-    """Jobs the manager runs at once; None: every job slot of the profiles' pools at max_size."""
     job_timeout: Duration = "3h"
-    """Longest job the runner accepts (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
+    """Longest job the runners accept (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
+    poll_timeout_margin_minutes: int = Field(10, ge=1, le=120, strict=True)
+    """Added to a pool's `cold_start_minutes` for its runner's `poll_timeout`: how long a job's pod may wait
+    for a node before the job fails. Never zero: a node that takes exactly the cold start would fail the job."""
     tags: tuple[str, ...] = Field(("kapsule", "gpu"), max_length=MAX_LIST)
-    """Runner tags; the CI templates carry the same tags. The runner takes no untagged jobs."""
+    """The default pool's tags: a job carrying these (and no other) runs on `default_pool`. Only the default
+    pool's runner holds all of them (plus its pool's name). No runner takes untagged jobs."""
+    pool_tags: tuple[str, ...] = Field(("kapsule",), max_length=MAX_LIST)
+    """Tags every runner holds besides its pool's name: the other pools' runners hold `[*pool_tags, <pool>]`
+    and their profiles' templates carry exactly that. They must not hold all of `tags`."""
+    allowed_images: tuple[str, ...] = Field((), max_length=MAX_LIST)
+    """Images (and services) jobs may use besides the registry's (`rg.<region>.scw.cloud/<namespace>/*`) and
+    `default_image`; gitlab-runner's `allowed_images` globs (`docker.io/library/python:*`)."""
     description: str = Field("gpu-ci: Kapsule GPU runner (managed by Pulumi)", max_length=255)
     access_level: Literal["not_protected", "ref_protected"] = "not_protected"
     """`ref_protected` runs jobs of protected branches and tags only."""
@@ -115,7 +123,7 @@ class RunnerSpec(SpecModel):
             raise ValueError("must be at least 10m (GitLab's minimum runner timeout)")
         return value
 
-    @field_validator("tags")
+    @field_validator("tags", "pool_tags")
     @classmethod
     def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:

@@ -41,6 +41,8 @@ class ProgramRun:
     """(level, message) pairs the program logged through pulumi.log."""
     error: BaseException | None = None
     """What the program raised (e.g. pulumi.RunError for an invalid spec), when run with check=False."""
+    namespace: dict[str, Any] = field(default_factory=dict)
+    """The program's module globals after it ran (`platform`, the derived model, for the offline report)."""
 
     def by_type(self, type_token: str) -> list[RecordedResource]:
         return [r for r in self.resources if r.type == type_token]
@@ -72,6 +74,7 @@ def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py
     logger.addHandler(handler)
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)
+    namespace: dict[str, Any] = {}
     try:
         pulumi_mocks.set_mocks(
             mocks, project=config.project, stack=config.stack, preview=False, logger=logger, monitor=monitor
@@ -80,13 +83,15 @@ def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # pulumiverse_scaleway's legacy modules
             try:
-                _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program), run_name="__main__")))
+                _sync_await(
+                    run_pulumi_func(lambda: namespace.update(runpy.run_path(str(program), run_name="__main__")))
+                )
             except Exception as err:
                 if check:
                     raise
                 return ProgramRun(list(monitor.recorded), {}, handler.records, err)
             outputs = loop.run_until_complete(_resolve_outputs())
-        return ProgramRun(list(monitor.recorded), outputs, handler.records)
+        return ProgramRun(list(monitor.recorded), outputs, handler.records, namespace=namespace)
     finally:
         settings.reset_options()
         pulumi.runtime.set_all_config({})

@@ -19,6 +19,8 @@ from typing import Any
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 
+from infra.cloud.names import COMPONENT_PREFIX, T
+
 OutputsFn = Callable[[pulumi_mocks.MockResourceArgs, str], dict[str, Any]]
 
 MOCK_KUBECONFIG_PREFIX = "apiVersion: v1\nkind: Config\n# mock kubeconfig of "
@@ -120,12 +122,12 @@ def _repository_file_outputs(args: pulumi_mocks.MockResourceArgs, _id: str) -> d
 
 
 RESOURCE_TYPES: dict[str, ResourceType] = {
-    "scaleway:network/vpc:Vpc": ResourceType(("name", "region")),
-    "scaleway:network/privateNetwork:PrivateNetwork": ResourceType(("name", "region", "ipv4Subnet")),
-    "scaleway:kubernetes/cluster:Cluster": ResourceType(
+    T.VPC: ResourceType(("name", "region")),
+    T.PRIVATE_NETWORK: ResourceType(("name", "region", "ipv4Subnet")),
+    T.CLUSTER: ResourceType(
         ("name", "type", "version", "cni", "region", "autoscalerConfig", "autoUpgrade"), _cluster_outputs
     ),
-    "scaleway:kubernetes/pool:Pool": ResourceType(
+    T.POOL: ResourceType(
         (
             "name",
             "nodeType",
@@ -140,33 +142,28 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ),
         _pool_outputs,
     ),
-    "pulumi:providers:kubernetes": ResourceType(("kubeconfig",)),
-    # GPU sharing (infra/cloud/gpu_sharing.py)
-    "kubernetes:core/v1:ConfigMap": ResourceType(("metadata", "data"), _k8s_object_outputs),
-    "kubernetes:nvidia.com/v1:ClusterPolicyPatch": ResourceType(("metadata", "spec"), _k8s_object_outputs),
-    "scaleway:registry/namespace:Namespace": ResourceType(("name", "region", "isPublic"), _registry_namespace_outputs),
-    "scaleway:iam/application:Application": ResourceType(("name",)),
-    "scaleway:iam/policy:Policy": ResourceType(("name", "rules")),
-    "scaleway:iam/apiKey:ApiKey": ResourceType(("description",), _api_key_outputs),
-    "scaleway:object/bucket:Bucket": ResourceType(("name", "region", "lifecycleRules"), _bucket_outputs),
-    "gitlab:index/userRunner:UserRunner": ResourceType(
+    T.K8S_PROVIDER: ResourceType(("kubeconfig",)),
+    T.CONFIG_MAP: ResourceType(("metadata", "data"), _k8s_object_outputs),
+    T.CLUSTER_POLICY_PATCH: ResourceType(("metadata", "spec"), _k8s_object_outputs),
+    T.REGISTRY_NAMESPACE: ResourceType(("name", "region", "isPublic"), _registry_namespace_outputs),
+    T.IAM_APPLICATION: ResourceType(("name",)),
+    T.IAM_POLICY: ResourceType(("name", "rules")),
+    T.IAM_API_KEY: ResourceType(("description",), _api_key_outputs),
+    T.BUCKET: ResourceType(("name", "region", "lifecycleRules"), _bucket_outputs),
+    T.USER_RUNNER: ResourceType(
         ("runnerType", "projectId", "groupId", "tagLists", "untagged", "accessLevel", "maximumTimeout"),
         _user_runner_outputs,
     ),
-    "gitlab:index/repositoryFile:RepositoryFile": ResourceType(
-        ("project", "filePath", "branch"), _repository_file_outputs
-    ),
-    "gitlab:index/projectVariable:ProjectVariable": ResourceType(("project", "key", "value", "masked", "protected")),
-    "gitlab:index/groupVariable:GroupVariable": ResourceType(("group", "key", "value", "masked", "protected")),
-    "kubernetes:core/v1:Namespace": ResourceType(("metadata",), _k8s_object_outputs),
-    "kubernetes:core/v1:Secret": ResourceType(("metadata", "type", "stringData"), _k8s_object_outputs),
-    "kubernetes:helm.sh/v3:Release": ResourceType(
-        ("name", "chart", "version", "namespace", "repositoryOpts"), _release_outputs
-    ),
+    T.REPOSITORY_FILE: ResourceType(("project", "filePath", "branch"), _repository_file_outputs),
+    T.PROJECT_VARIABLE: ResourceType(("project", "key", "value", "masked", "protected")),
+    T.GROUP_VARIABLE: ResourceType(("group", "key", "value", "masked", "protected")),
+    T.NAMESPACE: ResourceType(("metadata",), _k8s_object_outputs),
+    T.SECRET: ResourceType(("metadata", "type", "stringData"), _k8s_object_outputs),
+    T.NETWORK_POLICY: ResourceType(("metadata", "spec"), _k8s_object_outputs),
+    T.HELM_RELEASE: ResourceType(("name", "chart", "version", "namespace", "repositoryOpts"), _release_outputs),
 }
+"""What the mocks know of each provider resource type (`infra.cloud.names.T`); the components need none."""
 
-COMPONENT_PREFIX = "gpu-ci:infra:"
-"""Our own ComponentResources: registered like resources, with no provider behind them."""
 
 InvokeFn = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -262,7 +259,7 @@ def mask_secrets(value: Any, mask: str = "[secret]") -> Any:
 def mock_id(type_token: str, name: str, region: str = "fr-par") -> str:
     """Deterministic ids shaped like the provider's (`fr-par/<uuid>` for Scaleway), stable across runs."""
     stable = uuid.uuid5(uuid.NAMESPACE_URL, f"{type_token}::{name}")
-    if type_token == "gitlab:index/userRunner:UserRunner":
+    if type_token == T.USER_RUNNER:
         return str(stable.int % 10**6)  # GitLab runner ids are integers
     return f"{region}/{stable}" if type_token.startswith("scaleway:") else str(stable)
 

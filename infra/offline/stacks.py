@@ -13,18 +13,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from infra.config.errors import Problem, SpecError, key_path
-from infra.config.platform import PlatformSpec, load_spec
+from infra.config.platform import PlatformSpec
+from infra.model import Platform, load_platform
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, list_stacks, load_stack_config
 
 
-def runner_tag_sets(spec: PlatformSpec) -> list[frozenset[str]]:
-    """The tags of each runner the stack registers (one runner today; one per targeted GPU pool with the model)."""
-    return [frozenset(spec.runner.tags)]
+def runner_tag_sets(platform: Platform) -> list[frozenset[str]]:
+    """The tags of each runner the stack registers (one per GPU pool a profile targets)."""
+    return [frozenset(runner.tags) for runner in platform.runners.values()]
 
 
-def template_tag_sets(spec: PlatformSpec) -> list[frozenset[str]]:
-    """The tags each CI template of the stack carries (every template carries the runner's tags today)."""
-    return [frozenset(spec.runner.tags) for _ in spec.profiles]
+def template_tag_sets(platform: Platform) -> list[frozenset[str]]:
+    """The tags each CI template of the stack carries."""
+    return [frozenset(profile.tags) for profile in platform.profiles.values()]
 
 
 def _variables(spec: PlatformSpec) -> set[tuple[str, str]]:
@@ -43,8 +44,9 @@ def _reaches(spec: PlatformSpec, project: str) -> bool:
     return spec.gitlab.project == project
 
 
-def collisions(spec: PlatformSpec, other: PlatformSpec, other_stack: str) -> list[Problem]:
-    """What `spec` shares with the stack `other_stack` that it must not."""
+def collisions(platform: Platform, other_platform: Platform, other_stack: str) -> list[Problem]:
+    """What `platform` shares with the stack `other_stack` that it must not."""
+    spec, other = platform.spec, other_platform.spec
     problems = []
     also = f"also used by stack {other_stack!r}"
     if spec.gitlab.project == other.gitlab.project and spec.ci.templates_path == other.ci.templates_path:
@@ -79,8 +81,8 @@ def collisions(spec: PlatformSpec, other: PlatformSpec, other_stack: str) -> lis
         problems.append(Problem(key_path("cluster", "name"), spec.cluster.name, f"{also} in {spec.region}"))
     crossed = any(
         template <= runner
-        for first, second in ((spec, other), (other, spec))
-        if _reaches(second, first.gitlab.project)
+        for first, second in ((platform, other_platform), (other_platform, platform))
+        if _reaches(second.spec, first.spec.gitlab.project)
         for template in template_tag_sets(first)
         for runner in runner_tag_sets(second)
     )
@@ -90,21 +92,22 @@ def collisions(spec: PlatformSpec, other: PlatformSpec, other_stack: str) -> lis
                 key_path("runner", "tags"),
                 list(spec.runner.tags),
                 f"jobs of one stack would be taken by the runners of stack {other_stack!r} (same project, tags "
-                "included in theirs): give each stack a tag of its own, e.g. [kapsule-prod, gpu]",
+                "included in theirs): give each stack tags of its own (runner.tags and runner.pool_tags, e.g. "
+                "[kapsule-prod, gpu] and [kapsule-prod])",
             )
         )
     return problems
 
 
-def stack_collisions(config: StackConfig, spec: PlatformSpec, root: Path = PROJECT_ROOT) -> list[Problem]:
+def stack_collisions(config: StackConfig, platform: Platform, root: Path = PROJECT_ROOT) -> list[Problem]:
     """Collisions of the stack with every other valid stack file of the project (invalid ones: their own plan)."""
     problems = []
     for stack in list_stacks(root):
         if stack == config.stack:
             continue
         try:
-            other = load_spec(load_stack_config(stack, root).get("platform"))
+            other = load_platform(load_stack_config(stack, root).get("platform"))
         except (StackFileError, SpecError, FileNotFoundError):
             continue
-        problems += collisions(spec, other, stack)
+        problems += collisions(platform, other, stack)
     return problems

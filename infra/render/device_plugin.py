@@ -20,72 +20,64 @@ from typing import Any
 
 import yaml
 
-from infra.config.platform import PlatformSpec
-from infra.config.pools import GpuSharingSpec
+from infra.config.pools import NO_SHARING, GpuSharing
+from infra.model import Platform
 from infra.render.yaml_text import dump_yaml
 
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-"""Node label the operator's config-manager reads to pick a key of the ConfigMap."""
 GPU_RESOURCE = "nvidia.com/gpu"
 CONFIG_VERSION = "v1"
 NO_SHARING_KEY = "no_sharing"
 """The ClusterPolicy's default key, for GPU nodes without the label (not gpu-ci's): one job per GPU.
 An underscore cannot occur in a pool name, so this key never collides with a pool's."""
-SHARING_SECTIONS = {"time-slicing": "timeSlicing", "mps": "mps"}
 
 
-def device_plugin_config(sharing: GpuSharingSpec | None) -> dict[str, Any]:
+def device_plugin_config(sharing: GpuSharing) -> dict[str, Any]:
     """One plugin config: `version: v1`, plus the sharing section when the GPU is shared."""
     config: dict[str, Any] = {"version": CONFIG_VERSION}
-    if sharing is None or sharing.strategy == "none" or not sharing.replicas:
+    if sharing.plugin_section is None:
         return config
     config["sharing"] = {
-        SHARING_SECTIONS[sharing.strategy]: {
+        sharing.plugin_section: {
             "renameByDefault": False,
             "failRequestsGreaterThanOne": True,
-            "resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas}],
+            "resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas_per_gpu}],
         }
     }
     return config
 
 
-def config_key(pool_name: str) -> str:
-    """A pool's key in the ConfigMap, and the value of its nodes' config label."""
-    return pool_name
-
-
-def device_plugin_configs(spec: PlatformSpec) -> dict[str, str]:
-    """ConfigMap data: one YAML document per GPU pool, plus the no-sharing default."""
-    data = {config_key(name): _dump(device_plugin_config(spec.pools[name].gpu_sharing)) for name in spec.gpu_pools()}
-    data[NO_SHARING_KEY] = _dump(device_plugin_config(None))
+def device_plugin_configs(platform: Platform) -> dict[str, str]:
+    """ConfigMap data: one YAML document per GPU pool (its key is the pool's label value), plus the default."""
+    data = {
+        pool.device_plugin_key: _dump(device_plugin_config(pool.sharing))
+        for pool in platform.pools.values()
+        if pool.device_plugin_key is not None
+    }
+    data[NO_SHARING_KEY] = _dump(device_plugin_config(NO_SHARING))
     return data
 
 
-def pool_labels(spec: PlatformSpec) -> dict[str, dict[str, str]]:
-    """Per GPU pool, the node label that selects its config (fed to KapsuleClusterArgs.extra_pool_labels)."""
-    return {name: {DEVICE_PLUGIN_CONFIG_LABEL: config_key(name)} for name in spec.gpu_pools()}
-
-
-def cluster_policy_patch(spec: PlatformSpec) -> dict[str, Any]:
+def cluster_policy_patch(platform: Platform) -> dict[str, Any]:
     """The ClusterPolicy fields gpu-ci owns: the ConfigMap to mount, and the key for unlabelled GPU nodes."""
-    return {"spec": {"devicePlugin": {"config": {"name": spec.gpu_operator.config_map, "default": NO_SHARING_KEY}}}}
+    operator = platform.spec.gpu_operator
+    return {"spec": {"devicePlugin": {"config": {"name": operator.config_map, "default": NO_SHARING_KEY}}}}
 
 
-def render_config_map(spec: PlatformSpec) -> str:
+def render_config_map(platform: Platform) -> str:
     """The ConfigMap as a manifest (the `device-plugin-config.yaml` artifact; Pulumi registers the same data)."""
-    operator = spec.gpu_operator
+    operator = platform.spec.gpu_operator
     manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": operator.config_map, "namespace": operator.namespace},
-        "data": device_plugin_configs(spec),
+        "data": device_plugin_configs(platform),
     }
     return dump_yaml(manifest)
 
 
-def render_cluster_policy_patch(spec: PlatformSpec) -> str:
+def render_cluster_policy_patch(platform: Platform) -> str:
     """The merge patch for `kubectl patch clusterpolicies.nvidia.com/<name> --type merge -p "$(cat ...)"`."""
-    return json.dumps(cluster_policy_patch(spec), indent=2, sort_keys=True) + "\n"
+    return json.dumps(cluster_policy_patch(platform), indent=2, sort_keys=True) + "\n"
 
 
 def _dump(config: dict[str, Any]) -> str:

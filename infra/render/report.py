@@ -4,52 +4,134 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from infra.capacity import (
-    format_eur,
-    format_gb,
-    gpu_memory_per_replica_gb,
-    pool_reports,
-    render_pool_table,
-    render_table,
-)
-from infra.config.platform import PlatformSpec
+from infra.capacity import format_gb
 from infra.cost import CostReport, cost_report, price_rows
-from infra.render.device_plugin import DEVICE_PLUGIN_CONFIG_LABEL, NO_SHARING_KEY, config_key
+from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, Platform, Pool
+from infra.quantity import format_gib
+from infra.render.device_plugin import NO_SHARING_KEY
+from infra.render.text import format_eur, render_table
 
 
-def render_report(spec: PlatformSpec) -> str:
-    """Per pool: node type, allocatable, jobs per node and what binds it, EUR/h while up and idle; then GPU
-    sharing, prices against the old way, and (with a workload) the daily cost and drain time, new against old."""
-    parts = ["Capacity (per node, while a pool is up):\n" + render_pool_table(pool_reports(spec))]
-    if spec.gpu_pools():
-        parts += [render_sharing(spec), render_prices(spec)]
-    cost = cost_report(spec)
+def capacity_rows(platform: Platform) -> list[dict[str, object]]:
+    """Per pool, JSON-ready: node type, allocatable, GPU, sharing, jobs per node and what binds it, slots, prices
+    (the stack's `capacity` output and the plan's `capacity`)."""
+    return [
+        {
+            "pool": pool.name,
+            "node_type": pool.node_type,
+            "zone": pool.zone,
+            "min_size": pool.min_size,
+            "max_size": pool.max_size,
+            "allocatable_cpu": pool.node.allocatable_cpu.text,
+            "allocatable_memory": format_gib(pool.node.allocatable_memory.gib),
+            "gpu": _gpu(pool),
+            "sharing": pool.sharing.label if pool.is_gpu else "-",
+            "profiles": list(pool.profiles),
+            "jobs_per_node": pool.jobs_per_node,
+            "binding": pool.binding,
+            "max_concurrent_jobs": pool.slots,
+            "runner": pool.runner,
+            "eur_per_hour_per_node": round(float(pool.eur_per_hour), 6),
+            "idle_eur_per_hour": round(float(pool.idle_eur_per_hour), 6),
+        }
+        for pool in platform.pools.values()
+    ]
+
+
+def _gpu(pool: Pool) -> str:
+    node = pool.node
+    return f"{node.gpus}x {node.gpu_model} {node.gpu_memory_gb} GB" if node.is_gpu else "-"
+
+
+def render_report(platform: Platform) -> str:
+    """Per pool: node type, allocatable, jobs per node and what binds it, EUR/h while up and idle; the runners;
+    then GPU sharing, prices against the old way, and (with a workload) the daily cost and drain time."""
+    parts = [
+        "Capacity (per node, while a pool is up):\n" + render_pool_table(platform),
+        render_runners(platform),
+    ]
+    if platform.gpu_pools:
+        parts += [render_sharing(platform), render_prices(platform)]
+    cost = cost_report(platform)
     if cost is not None:
-        parts.append(render_cost(spec, cost))
+        parts.append(render_cost(platform, cost))
     return "\n".join(parts)
 
 
-def render_sharing(spec: PlatformSpec) -> str:
+def render_pool_table(platform: Platform) -> str:
+    """The capacity report as a fixed-width text table."""
+    header = (
+        "pool",
+        "node type",
+        "zone",
+        "nodes",
+        "allocatable",
+        "GPU sharing",
+        "profiles",
+        "jobs/node",
+        "bound by",
+        "EUR/h per node up",
+        "EUR/h idle",
+    )
+    body = [
+        (
+            pool.name,
+            pool.node_type,
+            pool.zone,
+            f"{pool.min_size}-{pool.max_size}",
+            f"{pool.node.allocatable_cpu} CPU, {format_gib(pool.node.allocatable_memory.gib)}",
+            pool.sharing.label if pool.is_gpu else "-",
+            ",".join(pool.profiles) or "-",
+            str(pool.jobs_per_node),
+            pool.binding,
+            format_eur(pool.eur_per_hour),
+            format_eur(pool.idle_eur_per_hour),
+        )
+        for pool in platform.pools.values()
+    ]
+    return render_table(header, body)
+
+
+def render_runners(platform: Platform) -> str:
+    """One runner per GPU pool: the tags that reach it, its job slots, how long a job may wait for a node."""
+    body = [
+        (
+            runner.pool,
+            "[" + ", ".join(runner.tags) + "]",
+            str(runner.concurrent),
+            f"{runner.poll_timeout_seconds // 60} min",
+            ", ".join(f"{platform.profiles[p].template}" for p in runner.profiles),
+            "yes" if runner.is_default else "",
+        )
+        for runner in platform.runners.values()
+    ]
+    header = ("runner (pool)", "tags", "job slots (concurrent)", "poll_timeout", "templates", "default")
+    return (
+        f"Runners (one per GPU pool; managers on {platform.manager_pool}; a job beyond the slots waits in GitLab):\n"
+        + render_table(header, body)
+    )
+
+
+def render_sharing(platform: Platform) -> str:
     """Per GPU pool: its config key (= node label), strategy, jobs per GPU and each job's GPU memory."""
-    operator = spec.gpu_operator
+    operator = platform.spec.gpu_operator
     policy = (
         f"ClusterPolicy {operator.cluster_policy} points at it, default {NO_SHARING_KEY}"
         if operator.patch_cluster_policy
         else "ClusterPolicy left alone: set its devicePlugin.config from cluster-policy-patch.json"
     )
     rows = []
-    for name in spec.gpu_pools():
-        pool = spec.pools[name]
-        node = spec.catalog[pool.node_type]
-        replicas = pool.sharing_replicas()
-        strategy = pool.gpu_sharing.strategy if pool.gpu_sharing and replicas > 1 else "none"
-        share = format_gb(gpu_memory_per_replica_gb(pool, node))
-        memory = {
-            "mps": f"{share}, enforced; {100 // replicas} % of SMs each",
-            "time-slicing": f"{share} if shared evenly; not isolated",
-            "none": f"{share}, whole GPU",
-        }[strategy]
-        rows.append((name, config_key(name), strategy, str(replicas), memory))
+    for pool in platform.pools.values():
+        if not pool.is_gpu:
+            continue
+        sharing, share = pool.sharing, format_gb(pool.gpu_memory_per_job_gb)
+        if sharing.replicas_per_gpu == 1:
+            memory = f"{share}, whole GPU"
+        elif sharing.isolates_memory:
+            memory = f"{share}, enforced; {100 // sharing.replicas_per_gpu} % of SMs each"
+        else:
+            memory = f"{share} if shared evenly; not isolated"
+        rows.append((pool.name, str(pool.device_plugin_key), sharing.strategy, str(sharing.replicas_per_gpu), memory))
     header = ("pool", f"label {DEVICE_PLUGIN_CONFIG_LABEL}", "strategy", "jobs/GPU", "GPU memory per job")
     return (
         f"GPU sharing (ConfigMap {operator.namespace}/{operator.config_map}, one key per pool; {policy}):\n"
@@ -57,9 +139,9 @@ def render_sharing(spec: PlatformSpec) -> str:
     )
 
 
-def render_prices(spec: PlatformSpec) -> str:
+def render_prices(platform: Platform) -> str:
     """Each GPU pool's price per node-hour and per job-hour, against one job at a time on the reference node."""
-    rows = price_rows(spec)
+    rows = price_rows(platform)
     reference = rows[0].reference
     body = [
         (
@@ -88,7 +170,7 @@ def render_prices(spec: PlatformSpec) -> str:
     )
 
 
-def render_cost(spec: PlatformSpec, cost: CostReport) -> str:
+def render_cost(platform: Platform, cost: CostReport) -> str:
     """The workload's day: per profile run times, per pool cost, new setup against the old one."""
     loads = [
         (
@@ -103,7 +185,7 @@ def render_cost(spec: PlatformSpec, cost: CostReport) -> str:
     load_table = render_table(("profile", "pool", "jobs/day", "min/job, GPU to itself", "min/job, node full"), loads)
     rows = []
     for day in cost.pools:
-        pool = spec.pools[day.pool]
+        pool = platform.pools[day.pool]
         always_on = pool.min_size and pool.min_size == pool.max_size
         scaling = "always on" if always_on else f"scales {pool.min_size}-{pool.max_size}"
         rows.append(
@@ -186,3 +268,13 @@ def _minutes(value: Fraction) -> str:
 
 def _hours(value: Fraction) -> str:
     return f"{float(value):.2f}"
+
+
+def stack_report(platform: Platform) -> dict[str, object]:
+    """The figures the stack exports beside its resources (`capacity`, and `cost` with a workload): computed
+    before any registration, from the derived platform."""
+    report: dict[str, object] = {"capacity": capacity_rows(platform)}
+    cost = cost_report(platform)
+    if cost is not None:
+        report["cost"] = cost.as_json()
+    return report

@@ -1,9 +1,10 @@
-"""The GitLab runner's config.toml template and Helm values, derived from the spec (pure: no Pulumi import).
+"""Each GitLab runner's config.toml template and Helm values, from the derived platform (pure: no Pulumi import).
 
-`runner_config(spec)` is the `[[runners]]` entry the chart registers from (`runners.config`), built as
-a dict and written with tomli_w. The chart passes that text through Helm's `tpl`, so it must hold no
-`{{` (nothing here is templated: the namespace is written out, the GPU patch is block YAML).
-`runner_helm_values(spec)` is the chart's values: only keys the chart's templates read
+One runner per GPU pool (`infra.model.Runner`), one Helm release each. `runner_config(platform, runner)` is
+the `[[runners]]` entry the chart registers from (`runners.config`), built as a dict and written with
+tomli_w. The chart passes that text through Helm's `tpl`, so it must hold no `{{` (nothing here is
+templated: the namespace is written out, the GPU patch is block YAML). `runner_helm_values(platform, runner)`
+is the chart's values: only keys the chart's templates read
 (tests/data/upstream/gitlab-runner-chart-0.86-values-paths.txt), and never the runner token: the token
 reaches the manager through the `runners.secret` Secret, which the runner component creates.
 
@@ -13,8 +14,14 @@ What keeps a GPU node from billing for nothing:
 - a job pod's deletion grace is short (`pod_termination_grace_period_seconds`, `cleanup_*`), so a
   finished or cancelled job frees its GPU replica at once and the autoscaler can remove the node;
 - job pods are annotated `safe-to-evict: false`: the autoscaler never evicts a running job to consolidate.
-What keeps an upgrade from killing running jobs: the manager's preStop sends SIGQUIT (stop taking jobs,
-finish the running ones) and waits, within a grace period of the runner's job timeout plus a margin.
+What keeps an upgrade from losing jobs: the Deployment's strategy is `Recreate`, so the old manager stops
+taking jobs (preStop: SIGQUIT, finish the running ones, within a grace period of the job timeout plus a
+margin) before the new one starts; jobs queued meanwhile wait in GitLab, and the pool is never
+oversubscribed by two managers. (A RollingUpdate would start the new manager while the old one drains: up to
+twice the pool's slots of pods, the excess Pending until `poll_timeout` fails them.)
+What keeps a job in its pod: job pods are unprivileged, drop every capability, mount no API token, may only
+use the platform registry's images (`allowed_images`/`allowed_services`), and carry `gpu-ci/role: job`, which
+the namespace's NetworkPolicies select.
 """
 
 from __future__ import annotations
@@ -24,17 +31,14 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 import yaml
 
-from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE, POOL_NAME_LABEL
-from infra.config.runner import manager_pool
+from infra.config.pools import POOL_NAME_LABEL
+from infra.model import GPU_TAINT, MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST
 from infra.render.yaml_text import dump_yaml
-from infra.routing import JOB_RESOURCES, poll_timeout_seconds, runner_concurrent, runner_limits
+from infra.routing import JOB_RESOURCES
 
 if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
+    from infra.model import Platform, Runner
 
-RELEASE_NAME = "gitlab-runner"
-TOKEN_SECRET_NAME = "gitlab-runner-token"
-"""Secret with `runner-token` (the glrt- token) and an empty `runner-registration-token`: the chart reads both."""
 REGISTRY_PULL_SECRET_NAME = "registry-pull"
 CACHE_SECRET_NAME = "runner-cache-s3"
 """Secret with `accesskey` and `secretkey`: the chart exports them as CACHE_S3_ACCESS_KEY / _SECRET_KEY."""
@@ -45,9 +49,15 @@ FEATURE_FLAGS = {
     "FF_USE_ADVANCED_POD_SPEC_CONFIGURATION": True,
     "FF_USE_POD_ACTIVE_DEADLINE_SECONDS": True,
     "FF_PRINT_POD_EVENTS": True,
+    "FF_WAIT_FOR_POD_TO_BE_REACHABLE": True,
 }
 """pod_spec patches need the first; the second bounds an orphaned pod's life; the third shows scale-up
-events in the job log while a job waits for a GPU node."""
+events in the job log while a job waits for a GPU node; the fourth waits until a freshly scheduled pod on a
+node that just joined is reachable before attaching (without it, jobs on nodes scaled from zero fail at
+attach: gitlab-runner MR 3556)."""
+ROLE_LABEL = "gpu-ci/role"
+POOL_LABEL = "gpu-ci/pool"
+"""Labels on job pods (`role: job`) and manager pods (`role: manager`): what the NetworkPolicies select."""
 
 RBAC_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "get", "list", "watch"]},
@@ -86,23 +96,28 @@ def gpu_pod_spec_patch() -> str:
     return yaml.safe_dump(patch, sort_keys=True, default_flow_style=False)
 
 
-def runner_config(spec: PlatformSpec) -> dict[str, Any]:
-    """The runner's config.toml template (one `[[runners]]` entry), as a dict."""
-    limits = runner_limits(spec)
+def runner_config(platform: Platform, runner: Runner) -> dict[str, Any]:
+    """A runner's config.toml template (one `[[runners]]` entry), as a dict."""
+    spec = platform.spec
     kubernetes: dict[str, Any] = {
         "namespace": spec.runner.namespace,
         "image": spec.runner.default_image,
-        "poll_timeout": poll_timeout_seconds(spec),
-        **{r.field: limits.defaults[r.field].text for r in JOB_RESOURCES},
-        **{r.max_key: limits.maxima[r.field].text for r in JOB_RESOURCES},
-        "node_selector": {POOL_NAME_LABEL: limits.default_pool},
-        "node_selector_overwrite_allowed": limits.node_selector_regex,
-        "node_tolerations": {f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}": GPU_TAINT_EFFECT},
+        "poll_timeout": runner.poll_timeout_seconds,
+        **{r.field: runner.defaults[r.field].text for r in JOB_RESOURCES},
+        **{r.max_key: runner.maxima[r.field].text for r in JOB_RESOURCES},
+        "node_selector": runner.node_selector,
+        "node_selector_overwrite_allowed": runner.node_selector_regex,
+        "node_tolerations": {f"{GPU_TAINT.key}={GPU_TAINT.value}": GPU_TAINT.effect},
+        "pod_labels": {ROLE_LABEL: "job", POOL_LABEL: runner.pool},
         "pod_annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
-        # Least privilege for job pods: never privileged, no setuid escalation, no API token mounted.
+        # Least privilege for job pods: never privileged, no setuid escalation, no capability, no API token,
+        # images from the platform registry (and the configured list) only.
         "privileged": False,
         "allow_privilege_escalation": False,
+        "cap_drop": ["ALL"],
         "automount_service_account_token": False,
+        "allowed_images": list(platform.allowed_images),
+        "allowed_services": list(platform.allowed_images),
         "pod_termination_grace_period_seconds": JOB_POD_TERMINATION_GRACE_SECONDS,
         "cleanup_grace_period_seconds": CLEANUP_GRACE_SECONDS,
         "cleanup_resources_timeout": CLEANUP_RESOURCES_TIMEOUT,
@@ -132,31 +147,41 @@ def runner_config(spec: PlatformSpec) -> dict[str, Any]:
     return {"runners": [entry]}
 
 
-def render_runner_config(spec: PlatformSpec) -> str:
+def render_runner_config(platform: Platform, runner: Runner) -> str:
     """The config.toml template as text (what the chart's `runners.config` receives)."""
-    text = tomli_w.dumps(runner_config(spec), multiline_strings=True)
+    text = tomli_w.dumps(runner_config(platform, runner), multiline_strings=True)
     if "{{" in text:  # the chart runs this through Helm's tpl; a `{{` would be executed as a template
         raise ValueError("runner config must not contain '{{' (Helm's tpl would interpret it)")
     return text
 
 
-def runner_helm_values(spec: PlatformSpec) -> dict[str, Any]:
-    """Values of the gitlab-runner chart (no token: it comes from the `runners.secret` Secret)."""
-    runners: dict[str, Any] = {"config": render_runner_config(spec), "secret": TOKEN_SECRET_NAME}
+def runner_helm_values(platform: Platform, runner: Runner) -> dict[str, Any]:
+    """Values of a runner's gitlab-runner release (no token: it comes from the `runners.secret` Secret)."""
+    spec = platform.spec
+    runners: dict[str, Any] = {"config": render_runner_config(platform, runner), "secret": runner.token_secret_name}
     if spec.runner.cache is not None:
         runners["cache"] = {"secretName": CACHE_SECRET_NAME}
     return {
         "gitlabUrl": spec.gitlab.url,
-        "concurrent": runner_concurrent(spec),
+        "concurrent": runner.concurrent,
         "rbac": {"create": True, "clusterWideAccess": False, "rules": RBAC_RULES},
         "serviceAccount": {"create": True},
-        "nodeSelector": {POOL_NAME_LABEL: manager_pool(spec)},
+        "nodeSelector": {POOL_NAME_LABEL: platform.manager_pool},
+        "strategy": {"type": "Recreate"},
         "terminationGracePeriodSeconds": spec.runner.job_timeout_seconds + DRAIN_MARGIN_SECONDS,
         "deploymentLifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", _DRAIN]}}},
+        "podLabels": {ROLE_LABEL: "manager", POOL_LABEL: runner.pool},
+        "resources": {"requests": {"cpu": MANAGER_CPU_REQUEST.text, "memory": MANAGER_MEMORY_REQUEST.text}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+            "privileged": False,
+        },
         "runners": runners,
     }
 
 
-def render_runner_values(spec: PlatformSpec) -> str:
+def render_runner_values(platform: Platform, runner: Runner) -> str:
     """The Helm values as YAML, for reviewers (the manager pod's runner-id annotation is added at deploy)."""
-    return dump_yaml(runner_helm_values(spec))
+    return dump_yaml(runner_helm_values(platform, runner))
