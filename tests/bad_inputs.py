@@ -709,6 +709,11 @@ HARDENING_CASES = [
         set_("cluster", "private_network_subnet", value="172.16.0.0/22\n"),
         "platform.cluster.private_network_subnet='172.16.0.0/22\\n': not an IPv4 CIDR ('22\\n' is not a valid netmask)",
     ),
+    Bad(
+        "allowed-image-newline",
+        set_("runner", "allowed_images", value=["python:3\n"]),
+        "platform.runner.allowed_images.0='python:3\\n': not an image reference or glob (1-255 characters, no spaces)",
+    ),
 ]
 """The fuzz findings: trailing newlines, hangs, tracebacks, absurd numbers, unit slips, credentials in clear,
 giant inputs. Each must fail at once (microseconds to milliseconds), with one line naming its key."""

@@ -99,6 +99,8 @@ KubernetesNamespace = Annotated[
 DnsSubdomain = Annotated[
     str, pattern(DNS_SUBDOMAIN.pattern, "not a Kubernetes object name (a DNS subdomain: a-z, 0-9, '-' and '.')", 253)
 ]
+ImagePattern = Annotated[str, pattern(r"\S{1,255}", "not an image reference or glob (1-255 characters, no spaces)")]
+"""An image reference or a gitlab-runner image glob (`docker.io/library/python:*`)."""
 CiVariableName = Annotated[
     str, pattern(CI_VARIABLE.pattern, "not a valid CI variable name (letters, digits, '_')", MAX_CI_VARIABLE_NAME)
 ]

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from infra.config.base import (
     MAX_LIST,
     Duration,
+    ImagePattern,
     SpecModel,
     StrictInt,
     duration_seconds,
@@ -92,7 +93,7 @@ class RunnerSpec(SpecModel):
     pool_tags: tuple[str, ...] = Field(("kapsule",), max_length=MAX_LIST)
     """Tags every runner holds besides its pool's name: the other pools' runners hold `[*pool_tags, <pool>]`
     and their profiles' templates carry exactly that. They must not hold all of `tags`."""
-    allowed_images: tuple[str, ...] = Field((), max_length=MAX_LIST)
+    allowed_images: tuple[ImagePattern, ...] = Field((), max_length=MAX_LIST)
     """Images (and services) jobs may use besides the registry's (`rg.<region>.scw.cloud/<namespace>/*`) and
     `default_image`; gitlab-runner's `allowed_images` globs (`docker.io/library/python:*`)."""
     description: str = Field("gpu-ci: Kapsule GPU runner (managed by Pulumi)", max_length=255)
