@@ -292,6 +292,7 @@ def derive(spec: PlatformSpec) -> Platform:
         problems = _runner_problems(spec, pools, runners) + _routing_problems(spec, profiles, runners, default)
     if problems:
         raise SpecError(problems)
+    warnings = [p for p in checks if p.severity == "warning"] + _timeout_warnings(spec, pools)
     return Platform(
         spec=spec,
         pools=pools,
@@ -299,8 +300,30 @@ def derive(spec: PlatformSpec) -> Platform:
         runners=runners,
         default_pool=default,
         manager_pool=manager,
-        warnings=tuple(p for p in checks if p.severity == "warning"),
+        warnings=tuple(warnings),
     )
+
+
+def _timeout_warnings(spec: PlatformSpec, pools: dict[str, Pool]) -> list[Problem]:
+    """A job's timeout counts its wait for a node: a workload job as long as the timeout minus a cold start fails."""
+    if spec.workload is None:
+        return []
+    warnings = []
+    for name, load in sorted(spec.workload.profiles.items()):
+        pool = pools.get(spec.profiles[name].pool) if name in spec.profiles else None
+        if pool is None:
+            continue
+        if 60 * (pool.cold_start_minutes + load.minutes_per_job) >= spec.runner.job_timeout_seconds:
+            warnings.append(
+                Problem(
+                    key_path("workload", "profiles", name, "minutes_per_job"),
+                    load.minutes_per_job,
+                    f"+ the pool's {pool.cold_start_minutes}-min cold start reaches the runner's job timeout "
+                    f"{spec.runner.job_timeout}, which counts the wait for a node: such jobs fail",
+                    "warning",
+                )
+            )
+    return warnings
 
 
 def _pool(spec: PlatformSpec, name: str, fits: list[ProfileFit]) -> Pool:

@@ -44,6 +44,8 @@ class FakeGitLab:
     """(project id, MR iid) to the MR's head sha."""
     notes: dict[tuple[int, int], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    ci_history: CiHistory | None = None
+    """A project's CI jobs (`workload --from-gitlab`): see the CI job history block at the end."""
     url: str = ""
     _next_id: int = 1000
     _clock: int = 0
@@ -134,6 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
                 },
                 {},
             )
+        if state.ci_history is not None and (answer := route_ci_history(state.ci_history, self, method, path)):
+            return answer
         if method == "GET" and path == "/api/v4/user":
             return 200, {"id": token.user_id, "username": token.username, "bot": True}, {}
         for pattern in (_NOTE, _NOTES, _MR):
@@ -186,6 +190,88 @@ class _Handler(BaseHTTPRequestHandler):
             headers["X-Next-Page"] = str(page + 1)
         headers["Link"] = ", ".join(links)
         return 200, ordered[(page - 1) * per_page : page * per_page], headers
+
+
+# --- CI job history: `GET /projects/:id` and `GET /projects/:id/jobs` (workload --from-gitlab) -------------
+
+
+@dataclass
+class CiHistory:
+    """One project and its jobs, served like GitLab's jobs API: newest first (descending id), filtered by
+    `scope[]`, in pages with `X-Page`/`X-Next-Page` and a `Link` header but no totals (GitLab counts no
+    jobs for this list). `rate_limit` answers that many list requests with 429 and `Retry-After`."""
+
+    project_id: int
+    project_path: str
+    created_at: str
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    rate_limit: int = 0
+    retry_after: int = 0
+    runners: dict[int, list[str]] = field(default_factory=dict)
+    """Runner id to its tags, served by `GET /runners/:id` to `runner_readers` (GitLab: Maintainers)."""
+    runner_readers: frozenset[str] = frozenset()
+
+
+_PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
+_PROJECT_JOBS = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs$")
+_RUNNER = re.compile(r"^/api/v4/runners/(?P<runner>\d+)$")
+
+
+def route_ci_history(
+    history: CiHistory, handler: _Handler, method: str, path: str
+) -> tuple[int, Any, dict[str, str]] | None:
+    """The answer to a project, jobs or runner request, or None for a path this block does not serve."""
+    if method == "GET" and (runner := _RUNNER.match(path)):
+        runner_id = int(runner["runner"])
+        if runner_id not in history.runners:
+            return 404, {"message": "404 Runner Not Found"}, {}
+        if handler.headers.get("PRIVATE-TOKEN") not in history.runner_readers:
+            return 403, {"message": "403 Forbidden - No access granted"}, {}
+        return 200, {"id": runner_id, "description": f"runner {runner_id}", "tag_list": history.runners[runner_id]}, {}
+    match = _PROJECT.match(path) or _PROJECT_JOBS.match(path)
+    if method != "GET" or match is None:
+        return None
+    if unquote(match["project"]) not in (str(history.project_id), history.project_path):
+        return 404, {"message": "404 Project Not Found"}, {}
+    if match.re is _PROJECT:
+        return (
+            200,
+            {
+                "id": history.project_id,
+                "path_with_namespace": history.project_path,
+                "created_at": history.created_at,
+            },
+            {},
+        )
+    if history.rate_limit > 0:
+        history.rate_limit -= 1
+        return 429, {"message": "Retry later"}, {"Retry-After": str(history.retry_after)}
+    query = parse_qs(urlsplit(handler.path).query)
+    scopes = set(query.get("scope[]", []))
+    jobs = sorted((job for job in history.jobs if not scopes or job["status"] in scopes), key=lambda job: -job["id"])
+    per_page = min(int(query.get("per_page", ["20"])[-1]), 100)
+    page = int(query.get("page", ["1"])[-1])
+    chunk = jobs[(page - 1) * per_page : page * per_page]
+    base = f"http://{handler.headers['Host']}{path}"
+    kept = [(k, v) for k, values in query.items() if k not in ("page", "per_page") for v in values]
+
+    def link(number: int) -> str:
+        params = [*kept, ("page", str(number)), ("per_page", str(per_page))]
+        return base + "?" + "&".join(f"{k}={v}" for k, v in params)
+
+    headers = {"X-Page": str(page), "X-Per-Page": str(per_page)}
+    links = [f'<{link(1)}>; rel="first"']
+    if page * per_page < len(jobs):
+        headers["X-Next-Page"] = str(page + 1)
+        links.insert(0, f'<{link(page + 1)}>; rel="next"')
+    if page > 1:
+        headers["X-Prev-Page"] = str(page - 1)
+        links.insert(0, f'<{link(page - 1)}>; rel="prev"')
+    headers["Link"] = ", ".join(links)
+    return 200, chunk, headers
+
+
+# --- the server ----------------------------------------------------------------------------------------
 
 
 class _Server(ThreadingHTTPServer):

@@ -36,7 +36,7 @@ def repo(tmp_path: Path) -> Path:
     """A repository whose head raises ci-training's max_size over its base; venv/ runs this Python."""
     repo = tmp_path / "gpu-ci"
     ignore = shutil.ignore_patterns("__pycache__")
-    for name in ("infra", ".ci"):
+    for name in ("infra", ".ci", "policy"):
         shutil.copytree(ROOT / name, repo / name, ignore=ignore)
     for name in ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml"):
         shutil.copy2(ROOT / name, repo / name)

@@ -83,3 +83,31 @@ def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
     document = json.loads(capsys.readouterr().out)
     assert "A day, new setup against old:" in document["report"]  # what MR notes post
     assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"
+
+
+def test_a_green_plan_means_a_green_preview(
+    tmp_path: Path, dev_platform: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plan runs the policy pack over what it would register: a mandatory violation is shown, kept in the
+    JSON for the MR note, and makes `plan` exit 1 (2 stays for an unusable config)."""
+    assert main(["plan"]) == 0
+    assert "Policy pack (policy/, over these resources):\n  no violation\n" in capsys.readouterr().out
+    dev_platform["pools"]["ci-training"]["min_size"] = 1  # valid for the spec, refused by gpu-pool-scales-to-zero
+    stack_file = tmp_path / "Pulumi.pool.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": dev_platform}}), encoding="utf-8")
+    assert main(["plan", "--json", "--config", str(stack_file)]) == 1
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["policy"] == [
+        {
+            "policy": "gpu-pool-scales-to-zero",
+            "resource": "kapsule-ci-training",
+            "message": document["policy"][0]["message"],
+            "level": "mandatory",
+        }
+    ]
+    assert document["policy"][0]["message"].startswith("GPU pool 'ci-training' (L40S-1-48G): minSize=1")
+    assert any(
+        w.startswith("policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:") for w in document["warnings"]
+    )
+    assert captured.err.startswith("error: policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:")

@@ -742,7 +742,7 @@ def test_a_spec_the_spec_allows_but_the_policies_refuse(
     """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
     edit(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform, "hf_token": "x"}, secret_keys=("hf_token",)))
-    found = sorted(policy_report(run))  # registration order is the event loop's, not the program's
+    found = sorted(policy_report(run))  # registration order depends on the event loop
     expected = sorted(expected)
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
     for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
