@@ -502,7 +502,7 @@ HARDENING_CASES = [
         "jobs-per-day-huge",
         set_("workload", "profiles", "rl", "jobs_per_day", value=100_000_000),
         "platform.workload.profiles.rl.jobs_per_day=100000000: Input should be less than or equal "
-        "to 10000 (gpu-ci's limit: docs/config-limits.md)",
+        "to 2000 (gpu-ci's limit: docs/config-limits.md)",
     ),
     Bad(
         "batches-per-day-huge",

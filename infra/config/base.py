@@ -50,7 +50,9 @@ MAX_WAIT_SECONDS = 7 * 24 * 3600
 """Longest duration of any setting (timeouts, scale-down delays): one week."""
 MAX_ROOT_VOLUME_GB = 10_000
 """Far above any node's root volume (CUDA images need ~100 GB)."""
-MAX_JOBS_PER_DAY = 10_000
+MAX_JOBS_PER_DAY = 2000
+"""Jobs a day, per workload profile and for all together: the cost model simulates each one (2000: under a
+second; the dev stack has 36)."""
 MAX_BATCHES_PER_DAY = 1440
 """One burst a minute: the cost model simulates every burst."""
 MAX_MINUTES_PER_JOB = 7 * 24 * 60
