@@ -272,6 +272,7 @@ PROD_SETTINGS = {
 
 
 def _project(tmp_path: Path, prod: dict[str, Any]) -> StackConfig:
+    """A project folder with the dev stack and a prod stack: dev's config with `prod`'s sections merged in."""
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.dev.yaml").write_text((ROOT / "Pulumi.dev.yaml").read_text())
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
@@ -284,7 +285,7 @@ def _project(tmp_path: Path, prod: dict[str, Any]) -> StackConfig:
 
 def test_a_copy_of_dev_as_a_second_stack_collides_on_every_shared_name(tmp_path: Path) -> None:
     prod = _project(tmp_path, {})
-    found = [str(p) for p in stack_collisions(prod, load_platform(prod.get("platform")), tmp_path)]
+    found = [str(p) for p in stack_collisions(load_platform(prod.get("platform")), tmp_path / "Pulumi.prod.yaml")]
     assert [line.split("=")[0] for line in found] == [
         "platform.ci.templates_path",
         "platform.ci.registry_variable",
@@ -297,7 +298,7 @@ def test_a_copy_of_dev_as_a_second_stack_collides_on_every_shared_name(tmp_path:
 
 def test_a_second_stack_with_its_own_names_plans_beside_dev(tmp_path: Path) -> None:
     prod = _project(tmp_path, PROD_SETTINGS)
-    assert stack_collisions(prod, load_platform(prod.get("platform")), tmp_path) == []
+    assert stack_collisions(load_platform(prod.get("platform")), tmp_path / "Pulumi.prod.yaml") == []
     run = run_program(prod)
     variables = [r.plain_inputs["key"] for r in run.resources if r.type.endswith("ProjectVariable")]
     assert variables == ["REGISTRY_PROD"]
@@ -335,3 +336,18 @@ def test_a_valid_stack_file_with_ordinary_aliases_plans(tmp_path: Path, capsys: 
     captured = capsys.readouterr()
     assert captured.err == ""
     assert '"stack": "dev"' in captured.out
+
+
+def test_plan_refuses_a_second_stack_file_that_collides_and_plans_one_that_does_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, {})
+    code, err = _plan(tmp_path / "Pulumi.prod.yaml", capsys)
+    assert code == 2
+    assert err[0] == (
+        "error: platform.ci.templates_path='.gitlab/ci/gpu-ci-templates.yml': also used by stack 'dev' in "
+        "ml-team/training: each up would rewrite the other's templates; give each stack its own"
+    )
+    assert len(err) == 5 and all(line.startswith("error: platform.") for line in err)
+    _project(tmp_path, PROD_SETTINGS)
+    assert _plan(tmp_path / "Pulumi.prod.yaml", capsys) == (0, [])

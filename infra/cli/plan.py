@@ -51,8 +51,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
-    in_project = args.config is None or args.config.resolve().parent == PROJECT_ROOT
-    if in_project and (collisions := stack_collisions(config, platform)):  # another stack file of the project
+    stack_file = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
+    if collisions := stack_collisions(platform, stack_file):  # what it shares with the project's other stacks
         for problem in collisions:
             print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from pathlib import Path
 from infra.config.errors import Problem, SpecError, key_path
 from infra.config.platform import PlatformSpec
 from infra.model import Platform, load_platform
-from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, list_stacks, load_stack_config
+from infra.offline.stack_config import StackFileError, list_stacks, load_stack_config
 
 
 def runner_tag_sets(platform: Platform) -> list[frozenset[str]]:
@@ -99,11 +99,16 @@ def collisions(platform: Platform, other_platform: Platform, other_stack: str) -
     return problems
 
 
-def stack_collisions(config: StackConfig, platform: Platform, root: Path = PROJECT_ROOT) -> list[Problem]:
-    """Collisions of the stack with every other valid stack file of the project (invalid ones: their own plan)."""
+def stack_collisions(platform: Platform, path: Path) -> list[Problem]:
+    """Collisions of the stack in the stack file `path` with every other valid stack file beside it (a folder
+    with a Pulumi.yaml: the project); invalid ones are left to their own plan."""
+    root = path.resolve().parent
+    if not (root / "Pulumi.yaml").is_file():
+        return []
     problems = []
     for stack in list_stacks(root):
-        if stack == config.stack:
+        other_path = root / f"Pulumi.{stack}.yaml"
+        if other_path.resolve() == path.resolve():
             continue
         try:
             other = load_platform(load_stack_config(stack, root).get("platform"))
