@@ -306,18 +306,15 @@ def test_a_second_stack_with_its_own_names_plans_beside_dev(tmp_path: Path) -> N
     assert [(f["filePath"], f["overwriteOnCreate"]) for f in files] == [(".gitlab/ci/gpu-ci-prod-templates.yml", False)]
 
 
-def test_adopting_an_existing_templates_file_is_explicit(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
+def test_adopting_an_existing_templates_file_is_explicit_and_dev_keeps_its_names(
+    dev_stack: StackConfig, dev_platform: dict[str, Any]
+) -> None:
     dev_platform["ci"]["adopt_existing_templates"] = True
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
     (templates,) = [r for r in run.resources if r.type.endswith("RepositoryFile")]
     assert templates.plain_inputs["overwriteOnCreate"] is True
-
-
-def test_the_dev_stack_keeps_its_names(dev_stack: StackConfig) -> None:
-    run = run_program(dev_stack)
-    assert [r.plain_inputs["key"] for r in run.resources if r.type.endswith("ProjectVariable")] == ["REGISTRY"]
-    (templates,) = [r for r in run.resources if r.type.endswith("RepositoryFile")]
     assert templates.plain_inputs["filePath"] == ".gitlab/ci/gpu-ci-templates.yml"
+    assert [r.plain_inputs["key"] for r in run.resources if r.type.endswith("ProjectVariable")] == ["REGISTRY"]
 
 
 def test_a_valid_stack_file_with_ordinary_aliases_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
