@@ -187,6 +187,7 @@ def _plan(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
             "error: stack.yaml:2: gitlab:token is a credential stored in plain text",
         ),
         (b"config:\n  1: 2\n", "error: stack.yaml:2: config key 1 is not a key like gpu-ci:platform"),
+        (b'config:\n  x: "a\x00b"\n', "error: stack.yaml:2: not a readable stack file: control characters"),
     ],
     ids=[
         "syntax",
@@ -199,6 +200,7 @@ def _plan(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
         "deep",
         "token",
         "key",
+        "control-character",
     ],
 )
 def test_a_broken_stack_file_is_one_error_line(

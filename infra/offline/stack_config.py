@@ -117,6 +117,9 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:  # noq
         mark = err.problem_mark or err.context_mark
         where = f"{name}:{mark.line + 1}" if mark is not None else name
         raise StackFileError(f"{where}: not valid YAML: {err.problem or err.context}") from None
+    except yaml.reader.ReaderError as err:
+        line = text[: err.position].count("\n") + 1
+        raise StackFileError(f"{name}:{line}: not a readable stack file: {err.reason}") from None
     except (yaml.YAMLError, ValueError, RecursionError) as err:
         raise StackFileError(f"{name}: not a readable stack file: {str(err).splitlines()[0][:200]}") from None
     finally:
