@@ -7,9 +7,10 @@ allocatable CPU and memory by their requests; limits above allocatable are overc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from infra.config.errors import Problem, key_path
 from infra.quantity import Cpu, Memory, format_gib
@@ -69,7 +70,7 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
         # (key, text, per job, allocatable, shown as, severity when n jobs do not fit; None: not checked).
         # One job above the node is an error for limits too: the limit becomes the runner's maximum, and a
         # job could never use it. n CPU limits above the node only throttle; n memory limits risk OOM.
-        checks = (
+        checks: tuple[tuple[str, str, int, int, Callable[[int], str], Literal["error", "warning"] | None], ...] = (
             (
                 "cpu_request",
                 profile.cpu_request.text,

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-Edit = Callable[[dict[str, Any]], None]
+Edit = Callable[[dict[str, Any]], object]
+"""Changes the platform object in place (what it returns is ignored: lambdas may return a tuple)."""
 
 
 @dataclass(frozen=True)
@@ -461,6 +462,14 @@ def _rename_profile(old: str, new: str) -> Edit:
     return edit
 
 
+def _gpu_pools_of(nodes: int) -> Edit:
+    def edit(platform: dict[str, Any]) -> None:
+        for name in ("ci-compile", "ci-training"):
+            platform["pools"][name]["max_size"] = nodes
+
+    return edit
+
+
 def _many_pools(platform: dict[str, Any]) -> None:
     for i in range(20_000):
         platform["pools"][f"extra-{i}"] = {"node_type": "L4-1-24G", "zone": "fr-par-2"}
@@ -561,7 +570,7 @@ HARDENING_CASES = [
     ),
     Bad(
         "pools-above-quota",
-        lambda p: [p["pools"][n].update(max_size=60) for n in ("ci-compile", "ci-training")],
+        _gpu_pools_of(60),
         "platform.pools={ci-compile: 60, ci-training: 60, system: 1}: 121 nodes at max_size in "
         "all, above gpu-ci's quota of 100 (docs/config-limits.md)",
     ),

@@ -49,7 +49,7 @@ class GitlabCi(pulumi.ComponentResource):
         super().__init__(CI_TOKEN, name, {}, opts)
         spec, secrets = args.spec, args.secrets or {}
         text = args.templates
-        branch = spec.ci.templates_branch
+        branch: pulumi.Input[str] | None = spec.ci.templates_branch
         if branch is None:
             branch = gitlab.get_project_output(
                 path_with_namespace=spec.gitlab.project, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -67,10 +67,14 @@ class GitlabCi(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         plain = CiVariableSpec(value="", description="Container registry of the training images (gpu-ci)")
-        managed = {spec.ci.registry_variable: (plain, args.registry_endpoint)}
+        managed: dict[str, tuple[CiVariableSpec, pulumi.Input[str]]] = {
+            spec.ci.registry_variable: (plain, args.registry_endpoint)
+        }
         for key, variable in sorted(spec.ci.variables.items()):
-            value = secrets[variable.secret] if variable.secret is not None else variable.value
-            managed[key] = (variable, pulumi.Output.secret(value) if variable.is_secret else value)
+            if variable.secret is not None:
+                managed[key] = (variable, pulumi.Output.secret(secrets[variable.secret]))
+            else:
+                managed[key] = (variable, variable.value or "")  # a plain variable has a value (CiVariableSpec)
         self.variables = {
             key: self._variable(name, spec, key, variable, value).id
             for key, (variable, value) in sorted(managed.items())
@@ -84,17 +88,30 @@ class GitlabCi(pulumi.ComponentResource):
     def _variable(
         self, name: str, spec: PlatformSpec, key: str, variable: CiVariableSpec, value: pulumi.Input[str]
     ) -> pulumi.CustomResource:
-        common = {
-            "key": key,
-            "value": value,
-            "masked": variable.effective_masked,
-            "protected": variable.effective_protected,
-            "raw": variable.raw,
-            "description": variable.description,
-            "environment_scope": variable.environment_scope,
-            "opts": pulumi.ResourceOptions(parent=self),
-        }
         resource_name = child_name(f"var-{key}", name)
+        opts = pulumi.ResourceOptions(parent=self)
         if spec.ci.variables_scope == "group":
-            return gitlab.GroupVariable(resource_name, group=spec.gitlab.group, **common)
-        return gitlab.ProjectVariable(resource_name, project=spec.gitlab.project, **common)
+            return gitlab.GroupVariable(
+                resource_name,
+                group=spec.gitlab.group or "",  # a group scope needs the group (gitlab_problems)
+                key=key,
+                value=value,
+                masked=variable.effective_masked,
+                protected=variable.effective_protected,
+                raw=variable.raw,
+                description=variable.description,
+                environment_scope=variable.environment_scope,
+                opts=opts,
+            )
+        return gitlab.ProjectVariable(
+            resource_name,
+            project=spec.gitlab.project,
+            key=key,
+            value=value,
+            masked=variable.effective_masked,
+            protected=variable.effective_protected,
+            raw=variable.raw,
+            description=variable.description,
+            environment_scope=variable.environment_scope,
+            opts=opts,
+        )

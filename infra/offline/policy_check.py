@@ -103,7 +103,7 @@ def policy_report(
         chosen = policy.enforcement_level or pack.ENFORCEMENT_LEVEL
         return str(chosen.value if isinstance(chosen, EnforcementLevel) else chosen)
 
-    managed = [r for r in run.resources if not r.options["read"]]
+    managed = sorted((r for r in run.resources if not r.options["read"]), key=lambda r: r.urn)  # a stable order
     for resource in managed:
         for policy in pack.RESOURCE_POLICIES:
             args = analyzed(resource, config.get(policy.name))
@@ -122,9 +122,9 @@ def policy_report(
         for r in managed
     ]
     for policy in pack.STACK_POLICIES:
-        args = StackValidationArgs(stack, config.get(policy.name))
+        stack_args = StackValidationArgs(stack, config.get(policy.name))
         policy.validate(
-            args,
+            stack_args,
             lambda message, urn=None, p=policy: found.append(Violation(p.name, by_urn.get(urn, ""), message, level(p))),
         )
     return found
