@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from infra.config.errors import Problem, key_path
-from infra.quantity import Cpu, Memory, format_gib
+from infra.quantity import format_gib
 
 if TYPE_CHECKING:
     from infra.catalog import NodeType
@@ -138,47 +138,36 @@ def _quota_problems(spec: PlatformSpec) -> list[Problem]:
     ]
 
 
-MANAGER_CPU_REQUEST = Cpu.parse("100m")
-MANAGER_MEMORY_REQUEST = Memory.parse("128Mi")
-"""What the runner manager pod needs on its pool, beyond the node's reserve. The chart's default resources
-are empty (no request); these are gpu-ci's stated figures for one manager polling GitLab and creating pods."""
-
-
 def _manager_problems(spec: PlatformSpec) -> list[Problem]:
-    """The manager's pool must have room for the manager after the node's reserve (PLAY2-NANO has none)."""
-    from infra.config.runner import manager_pool  # noqa: PLC0415 - keeps capacity free of the runner section
+    """The manager pool must hold every runner manager (one per GPU pool a profile targets) after the node's
+    reserve: PLAY2-NANO (4 GiB) minus the default 4Gi reserve holds none. The managers' requests are the ones
+    their Helm values set (`infra.model.MANAGER_*_REQUEST`: the chart's default resources are empty)."""
+    # imported here: infra.model and infra.config.runner import this module
+    from infra.config.runner import manager_pool  # noqa: PLC0415
+    from infra.model import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST  # noqa: PLC0415
 
     name = manager_pool(spec)
     node = spec.pool_node(name) if name is not None else None
     if name is None or node is None or node.is_gpu:
         return []  # reported by the runner's checks
+    managers = max(1, len({p.pool for p in spec.profiles.values() if spec.is_gpu_pool(p.pool)}))
+    cpu, memory = MANAGER_CPU_REQUEST.millicores * managers, MANAGER_MEMORY_REQUEST.bytes * managers
     short = [
-        f"{what} {shown} < {need}"
-        for what, have, need_value, need, shown in (
-            (
-                "CPU",
-                node.allocatable_millicores,
-                MANAGER_CPU_REQUEST.millicores,
-                MANAGER_CPU_REQUEST,
-                _millicores(max(node.allocatable_millicores, 0)),
-            ),
-            (
-                "memory",
-                node.allocatable_memory_bytes,
-                MANAGER_MEMORY_REQUEST.bytes,
-                MANAGER_MEMORY_REQUEST,
-                _gib(max(node.allocatable_memory_bytes, 0)),
-            ),
+        f"{what} {shown(max(have, 0))} < {shown(need)}"
+        for what, have, need, shown in (
+            ("CPU", node.allocatable_millicores, cpu, _millicores),
+            ("memory", node.allocatable_memory_bytes, memory, _mib),
         )
-        if have < need_value
+        if have < need
     ]
     if not short:
         return []
+    each = f"{MANAGER_CPU_REQUEST}, {MANAGER_MEMORY_REQUEST} each"
     return [
         Problem(
             key_path("pools", name, "node_type"),
             spec.pools[name].node_type,
-            f"cannot hold the runner manager ({MANAGER_CPU_REQUEST}, {MANAGER_MEMORY_REQUEST}): allocatable "
+            f"cannot hold the {managers} runner manager{'s' if managers > 1 else ''} ({each}): allocatable "
             f"{', '.join(short)} after the node's reserve; pick a larger type or lower allocatable_reserve",
         )
     ]
@@ -240,6 +229,10 @@ def format_gb(amount: Fraction) -> str:
 
 def _millicores(value: int) -> str:
     return f"{value}m"
+
+
+def _mib(value: int) -> str:
+    return f"{value // 2**20}Mi"
 
 
 def _gib(value: int) -> str:

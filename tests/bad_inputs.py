@@ -609,9 +609,9 @@ HARDENING_CASES = [
     Bad(
         "manager-pool-too-small",
         set_("pools", "system", "node_type", value="PLAY2-NANO"),
-        "platform.pools.system.node_type='PLAY2-NANO': cannot hold the runner manager (100m, "
-        "128Mi): allocatable memory 0 GiB < 128Mi after the node's reserve; pick a larger type or "
-        "lower allocatable_reserve",
+        "platform.pools.system.node_type='PLAY2-NANO': cannot hold the 2 runner managers (100m, 128Mi "
+        "each): allocatable memory 0Mi < 256Mi after the node's reserve; pick a larger type or lower "
+        "allocatable_reserve",
     ),
     Bad(
         "templates-path-is-the-pipeline",

@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.__main__ import main as cli_main
-from infra.capacity import MANAGER_MEMORY_REQUEST
 from infra.config.errors import SpecError
-from infra.model import load_platform
+from infra.model import MANAGER_MEMORY_REQUEST, load_platform
 from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig, load_stack_config
 from infra.offline.stacks import stack_collisions
@@ -158,9 +157,18 @@ def test_a_gpu_pool_no_profile_targets_is_a_warning_at_its_key(dev_platform: dic
     assert "platform.pools.spare='L4-1-24G': no profile targets this GPU pool" in "\n".join(warnings)
 
 
-def test_the_manager_request_fits_the_dev_system_pool(dev_platform: dict[str, Any]) -> None:
-    node = load_platform(dev_platform).spec.pool_node("system")
-    assert node is not None and node.allocatable_memory_bytes >= MANAGER_MEMORY_REQUEST.bytes
+def test_the_manager_pool_holds_one_manager_per_runner(dev_platform: dict[str, Any]) -> None:
+    """Two GPU pools have runners, so two managers: 200Mi left on the system node holds one, not two."""
+    platform = load_platform(dev_platform)
+    node = platform.spec.pool_node("system")
+    assert node is not None and node.allocatable_memory_bytes >= len(platform.runners) * MANAGER_MEMORY_REQUEST.bytes
+    dev_platform["node_types"] = {"PRO2-XXS": {"reserve": {"cpu": "1", "memory": f"{8 * 1024 - 200}Mi"}}}
+    with pytest.raises(SpecError) as caught:
+        load_platform(dev_platform)
+    assert str(caught.value) == (
+        "platform.pools.system.node_type='PRO2-XXS': cannot hold the 2 runner managers (100m, 128Mi each): "
+        "allocatable memory 200Mi < 256Mi after the node's reserve; pick a larger type or lower allocatable_reserve"
+    )
 
 
 # --- the stack-file loader, through the whole CLI in-process ---
