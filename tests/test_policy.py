@@ -852,9 +852,9 @@ def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | Non
     return [(v.policy, v.resource, v.message) for v in policy_check.policy_report(run, config, pack=pol)]
 
 
-def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
+def test_the_rules_see_the_programs_resources(dev_run: ProgramRun) -> None:
     """Guards the bridge against passing vacuously: each rule finds what it checks."""
-    run = run_program(dev_stack)
+    run = dev_run
     pools = {r.plain_inputs["name"]: analyzed(r, None) for r in run.by_type(POOL)}
     assert {name for name, args in pools.items() if pol._gpu_pool(args)} == {"ci-compile", "ci-training"}
     releases = [analyzed(r, None) for r in run.by_type(RELEASE)]
@@ -867,8 +867,8 @@ def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
     assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
 
 
-def test_the_dev_stack_passes_every_rule(dev_stack: StackConfig) -> None:
-    assert policy_report(run_program(dev_stack)) == []
+def test_the_dev_stack_passes_every_rule(dev_run: ProgramRun) -> None:
+    assert policy_report(dev_run) == []
 
 
 def test_the_dev_stack_with_a_cache_and_a_secret_variable_passes_every_rule(
@@ -997,12 +997,6 @@ def test_the_policy_config_can_allow_an_always_on_gpu_pool(
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
     config = {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}
     assert policy_report(run, config) == []
-
-
-@pytest.fixture(scope="module")
-def dev_run(dev_stack: StackConfig) -> ProgramRun:
-    """The dev stack's run, shared by the tests that copy and break one resource of it (never mutated)."""
-    return run_program(dev_stack)
 
 
 def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None]) -> ProgramRun:
