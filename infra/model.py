@@ -292,7 +292,8 @@ def derive(spec: PlatformSpec) -> Platform:
         problems = _runner_problems(spec, pools, runners) + _routing_problems(spec, profiles, runners, default)
     if problems:
         raise SpecError(problems)
-    warnings = [p for p in checks if p.severity == "warning"] + _timeout_warnings(spec, pools)
+    warnings = [p for p in checks if p.severity == "warning"]
+    warnings += _timeout_warnings(spec, pools) + _policy_warnings(spec, pools, runners)
     return Platform(
         spec=spec,
         pools=pools,
@@ -302,6 +303,50 @@ def derive(spec: PlatformSpec) -> Platform:
         manager_pool=manager,
         warnings=tuple(warnings),
     )
+
+
+POLICY_MIN_POLL_TIMEOUT_SECONDS = 900
+"""The policy pack's default `min_poll_timeout_seconds` (policy/policies.py, runner-poll-timeout-covers-cold-start)."""
+
+
+def _policy_warnings(spec: PlatformSpec, pools: dict[str, Pool], runners: dict[str, Runner]) -> list[Problem]:
+    """Values the spec allows but the policy pack refuses with its default config: said at their key, so a
+    green plan is a green preview (the pack's config can allow them: policy/README.md)."""
+    warnings = []
+    for name, pool in pools.items():
+        if pool.is_gpu and pool.min_size >= 1:
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "min_size"),
+                    pool.min_size,
+                    "an always-on GPU pool bills around the clock: the policy pack (gpu-pool-scales-to-zero) refuses "
+                    "it unless its config lists the pool in always_on_pools",
+                    "warning",
+                )
+            )
+    for name, runner in runners.items():
+        if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS:
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "cold_start_minutes"),
+                    pools[name].cold_start_minutes,
+                    f"+ poll_timeout_margin_minutes={spec.runner.poll_timeout_margin_minutes} gives a poll_timeout of "
+                    f"{runner.poll_timeout_seconds} s, below the policy pack's {POLICY_MIN_POLL_TIMEOUT_SECONDS} s "
+                    "(runner-poll-timeout-covers-cold-start): a GPU node from zero takes longer",
+                    "warning",
+                )
+            )
+    if spec.registry.is_public and not spec.registry.existing:
+        warnings.append(
+            Problem(
+                key_path("registry", "is_public"),
+                True,
+                "the policy pack (registry-namespace-private) refuses a public namespace unless its config lists it "
+                "in allowed_public_namespaces",
+                "warning",
+            )
+        )
+    return warnings
 
 
 def _timeout_warnings(spec: PlatformSpec, pools: dict[str, Pool]) -> list[Problem]:

@@ -33,7 +33,9 @@ from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from infra.catalog import BUILTIN_NODE_TYPES
+from infra.config.errors import SpecError
 from infra.config.gpu_operator import GpuOperatorSpec
+from infra.config.platform import load_spec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
 from infra.model import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline import policy_check
@@ -891,10 +893,6 @@ def _fixed_gpu_pool(p: dict[str, Any]) -> None:
     p["pools"]["ci-training"].update(min_size=1, max_size=1, autoscaling=False)
 
 
-def _unprotected_cluster(p: dict[str, Any]) -> None:
-    p["cluster"]["protect"] = False
-
-
 def _public_registry(p: dict[str, Any]) -> None:
     p["registry"]["is_public"] = True
 
@@ -940,10 +938,6 @@ def _unmasked_secret(p: dict[str, Any]) -> None:
             ],
         ),
         (
-            _unprotected_cluster,
-            [("kapsule-cluster-protected", "kapsule-cluster", "Kapsule cluster 'gpu-ci': protect=False")],
-        ),
-        (
             _public_registry,
             [("registry-namespace-private", "registry-namespace", "registry namespace 'gpu-ci': isPublic=True")],
         ),
@@ -975,12 +969,13 @@ def _unmasked_secret(p: dict[str, Any]) -> None:
             ],
         ),
     ],
-    ids=["gpu-min-size-1", "fixed-gpu-pool", "unprotected-cluster", "public-registry", "short-poll", "unmasked-secret"],
+    ids=["gpu-min-size-1", "fixed-gpu-pool", "public-registry", "short-poll", "unmasked-secret"],
 )
-def test_a_spec_the_spec_allows_but_the_policies_refuse(
+def test_what_the_pack_refuses_the_spec_says_at_the_key(
     dev_stack: StackConfig, dev_platform: dict[str, Any], edit: Callable[[dict[str, Any]], None], expected: list
 ) -> None:
-    """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
+    """Valid for the spec (the program registers it), refused by the pack with its default config: the spec
+    warns at the key (so `plan` shows it and, with the pack's verdict, exits 1), and the pack refuses."""
     edit(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform, "hf_token": "x"}, secret_keys=("hf_token",)))
     found = sorted(policy_report(run))  # registration order depends on the event loop
@@ -988,6 +983,22 @@ def test_a_spec_the_spec_allows_but_the_policies_refuse(
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
     for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
         assert message.startswith(start), message
+    warned = [message for level, message in run.logs if level == "warning"]
+    said = {
+        "gpu-pool-scales-to-zero": "platform.pools.ci-training.min_size=1: an always-on GPU pool",
+        "registry-namespace-private": "platform.registry.is_public=true: the policy pack",
+        "runner-poll-timeout-covers-cold-start": "platform.pools.ci-training.cold_start_minutes=3: + ",
+    }
+    for policy, _, _ in found:
+        if policy in said:
+            assert any(w.startswith(said[policy]) for w in warned), (policy, warned)
+
+
+def test_an_unprotected_cluster_cannot_be_asked_for(dev_platform: dict[str, Any]) -> None:
+    """`cluster.protect` only existed to be refused by kapsule-cluster-protected: it is gone."""
+    dev_platform["cluster"]["protect"] = False
+    with pytest.raises(SpecError, match=r"^platform\.cluster\.protect=false: unknown key"):
+        load_spec(dev_platform)
 
 
 def test_the_policy_config_can_allow_an_always_on_gpu_pool(

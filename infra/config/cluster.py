@@ -52,8 +52,6 @@ class ClusterSpec(SpecModel):
     tags: tuple[str, ...] = Field(("gpu-ci", "managed-by-pulumi"), max_length=MAX_LIST)
     existing_id: str | None = None
     """Adopt this cluster (`<region>/<uuid>`) instead of creating one; pools are still created in it."""
-    protect: bool = True
-    """Pulumi refuses to delete a protected cluster (`pulumi state unprotect` first)."""
     private_network_subnet: PrivateCidr | None = None
     """IPv4 subnet of the private network (CIDR); None lets Scaleway pick one."""
     autoscaler: AutoscalerSpec = AutoscalerSpec()
