@@ -80,7 +80,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             name=cluster.name,
             region=region,
             tags=list(cluster.tags),
-            opts=pulumi.ResourceOptions(parent=self, protect=True)  # always: a deleted cluster takes every job with it,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),  # always: deleting it loses every job
         )
         private_network = scw_network.PrivateNetwork(
             child_name("pn", name),
@@ -93,7 +93,7 @@ class KapsuleCluster(pulumi.ComponentResource):
                 if cluster.private_network_subnet
                 else None
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=True)  # always: a deleted cluster takes every job with it,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),  # always: deleting it loses every job
         )
         return scw_k8s.Cluster(
             child_name("cluster", name),
@@ -111,7 +111,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             auto_upgrade=(
                 scw_k8s.ClusterAutoUpgradeArgs(**cluster.auto_upgrade.model_dump()) if cluster.auto_upgrade else None
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=True)  # always: a deleted cluster takes every job with it,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),  # always: deleting it loses every job
         )
 
     def _pool(self, name: str, region: str, pool: Pool, cluster_id: pulumi.Input[str]) -> scw_k8s.Pool:
