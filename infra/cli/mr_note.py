@@ -1,10 +1,11 @@
 """`python -m infra mr-note`: post, or update in place, the merge request's one preview note.
 
 It reads the diff (`--preview`: `pulumi preview --diff` output; or `--plan-diff`: `python -m infra
-plan-diff` output), the head's plan for the capacity report and warnings (`--plan`), the base's plan for
-the cost delta the note opens with (`--base-plan`), and GitLab CI's predefined variables for where to post. The token is read from an environment variable
+plan-diff` output), the head's plan for the capacity report and warnings (`--plan`), and GitLab CI's
+predefined variables for where to post. The token is read from an environment variable
 (GITLAB_NOTE_TOKEN by default), never from a flag, so it stays out of process lists and job logs.
 Without a token (a fork's pipeline) the note is printed instead, and the job does not fail.
+With the base's plan (`--base-plan`), the note opens with the cost delta, base against head (`review.delta`).
 """
 
 from __future__ import annotations

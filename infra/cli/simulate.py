@@ -105,6 +105,9 @@ def main(args: argparse.Namespace) -> int:
     if _job_counts(new_platform, changed_jobs) != _job_counts(platform, jobs):
         sys.stdout.write(f"Changed spec: {_jobs_text(new_platform, changed_jobs)}\n")
     sys.stdout.write(render_what_if(settings, (platform, rows), (new_platform, new_rows)))
+    for warning in new_platform.warnings:
+        if warning not in platform.warnings:
+            sys.stdout.write(f"warning (changed spec): {warning}\n")
     return 1 if any(row.failed for row in new_rows) else 0
 
 
