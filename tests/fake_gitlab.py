@@ -4,7 +4,8 @@ It speaks what GitLab speaks to python-gitlab: `PRIVATE-TOKEN` authentication, `
 `GET` a merge request, its notes listed page by page (`page`/`per_page`, `Link` headers, `sort`), created
 (`POST`) and updated (`PUT`). Like GitLab it answers 401 to an unknown token, 403 `insufficient_scope` to a
 token without the `api` scope that writes, 403 to a user editing someone else's note, 404 to an unknown
-merge request. Every request is recorded, so tests can say what was (not) sent.
+merge request. Every request is recorded, so tests can say what was (not) sent. The review block (at the
+end) answers what `mr-note` asks about its token: its expiry and scopes, and its user's role.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -44,6 +46,11 @@ class FakeGitLab:
     """(project id, MR iid) to the MR's head sha."""
     notes: dict[tuple[int, int], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    # Review block (token vetting): see "Review block" below.
+    token_expiry: dict[str, str | None] = field(default_factory=dict)
+    """Token text to its `expires_at` (None: never); unset: 30 days from today."""
+    members: dict[tuple[int, int], int | None] = field(default_factory=dict)
+    """(project id, user id) to the access level (None: not a member); unset: Reporter (20)."""
     ci_history: CiHistory | None = None
     """A project's CI jobs (`workload --from-gitlab`): see the CI job history block at the end."""
     url: str = ""
@@ -140,6 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
             return answer
         if method == "GET" and path == "/api/v4/user":
             return 200, {"id": token.user_id, "username": token.username, "bot": True}, {}
+        answer = _review_route(state, self.headers.get("PRIVATE-TOKEN") or "", token, method, path)
+        if answer is not None:
+            return answer
         for pattern in (_NOTE, _NOTES, _MR):
             if match := pattern.match(path):
                 break
@@ -190,6 +200,48 @@ class _Handler(BaseHTTPRequestHandler):
             headers["X-Next-Page"] = str(page + 1)
         headers["Link"] = ", ".join(links)
         return 200, ordered[(page - 1) * per_page : page * per_page], headers
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Review block (token vetting by `mr-note`): `GET /personal_access_tokens/self` and
+# `GET /projects/:id/members/all/:user_id`, shaped like GitLab's answers. A token expires 30 days from
+# today and its user is a Reporter of every project unless `token_expiry` / `members` say otherwise.
+
+_MEMBER = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/members/all/(?P<user>\d+)$")
+
+
+def _review_route(
+    state: FakeGitLab, text: str, token: Token, method: str, path: str
+) -> tuple[int, Any, dict[str, str]] | None:
+    """The review block's endpoints, or None for a path that is not theirs."""
+    if method == "GET" and path == "/api/v4/personal_access_tokens/self":
+        default = (date.today() + timedelta(days=30)).isoformat()
+        return (
+            200,
+            {
+                "id": 7000 + token.user_id,
+                "name": f"{token.username}-token",
+                "revoked": False,
+                "created_at": "2026-11-01T09:00:00.000Z",
+                "scopes": sorted(token.scopes),
+                "user_id": token.user_id,
+                "last_used_at": None,
+                "active": True,
+                "expires_at": state.token_expiry.get(text, default),
+            },
+            {},
+        )
+    if method == "GET" and (match := _MEMBER.match(path)):
+        project = state.projects.get(unquote(match["project"]))
+        if project is None:
+            return 404, {"message": "404 Project Not Found"}, {}
+        user = int(match["user"])
+        level = state.members.get((project, user), 20)
+        if level is None:
+            return 404, {"message": "404 Not found"}, {}
+        username = next((t.username for t in state.tokens.values() if t.user_id == user), f"user{user}")
+        return 200, {"id": user, "username": username, "state": "active", "access_level": level}, {}
+    return None
 
 
 # --- CI job history: `GET /projects/:id` and `GET /projects/:id/jobs` (workload --from-gitlab) -------------

@@ -186,8 +186,11 @@ def test_the_pulumi_cli_image_is_pinned_to_the_sdk_version(ci: dict[str, Any]) -
     version = _pin("pulumi")
     assert ci["default"]["image"] == {"name": f"pulumi/pulumi-python:{version}", "entrypoint": [""]}
     assert all("image" not in job for job in _jobs(ci).values())  # nobody drifts to another (or :latest) image
-    plugin_cache = [c for c in _jobs(ci)["up"]["cache"] if ".pulumi/plugins" in c["paths"]]
-    assert plugin_cache == [{"key": f"pulumi-plugins-{version}", "paths": [".pulumi/plugins"]}]
+    plugin_cache = [c for c in _jobs(ci)["preview"]["cache"] if ".pulumi/plugins" in c["paths"]]
+    assert plugin_cache == [
+        {"key": f"pulumi-plugins-{version}-$CI_COMMIT_REF_SLUG-$PULUMI_STACK", "paths": [".pulumi/plugins"]}
+    ]
+    assert _jobs(ci)["up"]["cache"] == []  # up runs nothing another ref could have cached
 
 
 def test_lint_and_test_run_what_the_readme_says(ci: dict[str, Any]) -> None:
@@ -209,10 +212,10 @@ def test_preview_and_up_use_the_state_bucket_and_the_stack(ci: dict[str, Any]) -
     assert "mr-note --preview preview.txt" in preview
     up = jobs["up"]
     assert 'pulumi up --stack "$PULUMI_STACK" --yes' in " ".join(up["script"])
-    for job in (jobs["preview"], up):
+    for job, access in ((jobs["preview"], "READ"), (up, "WRITE")):  # the state bucket has its own keys
         assert 'pulumi login "$PULUMI_BACKEND_URL"' in job["script"]
-        cloud = {"AWS_ACCESS_KEY_ID": "$SCW_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY": "$SCW_SECRET_KEY"}
-        assert {k: v for k, v in job["variables"].items() if k != "GIT_DEPTH"} == cloud
+        assert job["variables"]["AWS_ACCESS_KEY_ID"] == f"$STATE_{access}_ACCESS_KEY"
+        assert job["variables"]["AWS_SECRET_ACCESS_KEY"] == f"$STATE_{access}_SECRET_KEY"
     assert jobs["preview"]["variables"]["GIT_DEPTH"] == "0"  # the base commit's plan: the note's cost delta
 
 
@@ -220,7 +223,9 @@ def test_up_is_manual_serialized_and_never_cancelled(ci: dict[str, Any]) -> None
     up = _jobs(ci)["up"]
     assert [rule.get("when") for rule in up["rules"]] == ["manual"]
     assert "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH" in up["rules"][0]["if"]
-    assert up["resource_group"] and "$" not in up["resource_group"]  # one lock, whatever the variables
+    # One lock per stack: named after the very variable that picks the stack, so the two cannot differ.
+    assert up["resource_group"] == "pulumi-up-$PULUMI_STACK"
+    assert all('--stack "$PULUMI_STACK"' in line for line in up["script"] if line.startswith("pulumi up"))
     assert up["interruptible"] is False and ci["default"]["interruptible"] is True
     assert up["needs"] == ["preview"]
     assert any("git rev-parse FETCH_HEAD" in line for line in up["script"])  # only from the branch's tip

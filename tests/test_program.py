@@ -37,9 +37,6 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
         # issue 3: registry, runner, CI templates and variables
         "gpu-ci:infra:ContainerRegistry": 1,
         "scaleway:registry/namespace:Namespace": 1,
-        "scaleway:iam/application:Application": 1,
-        "scaleway:iam/policy:Policy": 1,
-        "scaleway:iam/apiKey:ApiKey": 1,
         "gpu-ci:infra:GitlabRunner": 1,
         # issue 9: one runner per GPU pool (registration, token Secret, release), isolated namespace
         "gitlab:index/userRunner:UserRunner": 2,

@@ -2,9 +2,15 @@
 
 It reads the diff (`--preview`: `pulumi preview --diff` output; or `--plan-diff`: `python -m infra
 plan-diff` output), the head's plan for the capacity report and warnings (`--plan`), and GitLab CI's
-predefined variables for where to post. The token is read from an environment variable
-(GITLAB_NOTE_TOKEN by default), never from a flag, so it stays out of process lists and job logs.
+predefined variables for where to post. The token is read from an environment variable, never from a
+flag, so it stays out of process lists and job logs: GITLAB_PREVIEW_NOTE_TOKEN (protected) for
+`--preview`, GITLAB_NOTE_TOKEN (unprotected, readable by anyone who can push) for `--plan-diff`.
 Without a token (a fork's pipeline) the note is printed instead, and the job does not fail.
+
+Before posting, the token is vetted (`infra.review.gitlab_notes.vet_token`): no role above Reporter, no
+scope beyond `api`, an expiry within 90 days. A `--preview` note is refused if its token acts as the same
+user as GITLAB_NOTE_TOKEN: the unprotected token must never be able to edit the protected job's note.
+
 With the base's plan (`--base-plan`), the note opens with the cost delta, base against head (`review.delta`).
 """
 
@@ -21,6 +27,9 @@ from infra.review.delta import render_delta
 from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, marker, render_no_changes, render_note
 
 TOKEN_VARIABLE = "GITLAB_NOTE_TOKEN"
+"""The unprotected `plan-diff` job's token (a Reporter project access token that expires)."""
+PREVIEW_TOKEN_VARIABLE = "GITLAB_PREVIEW_NOTE_TOKEN"
+"""The protected `preview` job's token: another project access token, so another bot user."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,7 +62,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     where.add_argument("--job-url", help="link for the full output ($CI_JOB_URL)")
     where.add_argument(
-        "--token-variable", default=TOKEN_VARIABLE, help=f"environment variable holding the token ({TOKEN_VARIABLE})"
+        "--token-variable",
+        help=f"environment variable holding the token ({PREVIEW_TOKEN_VARIABLE} for --preview, "
+        f"{TOKEN_VARIABLE} for --plan-diff)",
     )
     parser.set_defaults(handler=main)
 
@@ -73,10 +84,12 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     # In merged-results pipelines CI_COMMIT_SHA is a merge commit; the MR's own head is the source sha.
     head_sha = args.head_sha or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA") or env.get("CI_COMMIT_SHA")
     stack = args.stack or env.get("PULUMI_STACK") or plan.get("stack") or "dev"
+    offline = args.plan_diff is not None
+    variable = args.token_variable or (TOKEN_VARIABLE if offline else PREVIEW_TOKEN_VARIABLE)
     note = NoteInput(
         stack=stack,
         text=text,
-        offline=args.plan_diff is not None,
+        offline=offline,
         exit_code=args.exit_code,
         report=plan.get("report"),
         warnings=tuple(plan.get("warnings") or ()),
@@ -100,23 +113,38 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    token = env.get(args.token_variable, "")
+    token = env.get(variable, "")
     if not token:
         sys.stdout.write(body)
         print(
-            f"mr-note: ${args.token_variable} is not set (a fork's pipeline has no project variables): "
+            f"mr-note: ${variable} is not set (a fork's pipeline has no project variables): "
             "the note above was not posted",
             file=sys.stderr,
         )
         return 0
 
     # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay for it.
-    from infra.review.gitlab_notes import NoteError, Target, check_token, upsert_note  # noqa: PLC0415
+    from infra.review.gitlab_notes import (  # noqa: PLC0415
+        NoteError,
+        Target,
+        check_token,
+        same_user,
+        upsert_note,
+        vet_token,
+    )
 
     target = Target(url, project, mr)
     try:
         check_token(token, env.get("CI_JOB_TOKEN"))
-        outcome = upsert_note(target, token, marker(stack), body, create=say, head_sha=head_sha)
+        vet_token(target, token)
+        unprotected = env.get(TOKEN_VARIABLE, "")
+        if not offline and unprotected and same_user(target, token, unprotected):
+            raise NoteError(
+                f"${variable} acts as the same GitLab user as ${TOKEN_VARIABLE}, which any pusher can read and "
+                f"which could then edit this protected note; give the preview its own project access token"
+            )
+        source = "offline" if offline else "preview"
+        outcome = upsert_note(target, token, marker(stack, source), body, create=say, head_sha=head_sha)
     except NoteError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
