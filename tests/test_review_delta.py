@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.__main__ import main
 from infra.cli.plan import plan_document
@@ -172,3 +176,97 @@ def test_mr_note_reads_the_base_plan(
     assert (
         capsys.readouterr().err == "error: --base-plan: the delta compares it with the head's plan: give --plan too\n"
     )
+
+
+# The `preview` job's script, run in bash in a repository with a base and a head commit: the base's plan by
+# `.ci/plan-at`, then `mr-note --base-plan`. Stand-ins: `pulumi` (prints a preview), and venv/bin/python runs
+# this Python except for `-m infra plan`, which prints the real program's plan computed above for the
+# checkout's stack file (the real `plan --json` is exercised by the plan-diff job's test).
+
+ROOT = Path(__file__).resolve().parents[1]
+PREVIEW_TEXT = "Previewing update (dev):\nResources:\n    ~ 2 to update\n    40 unchanged\n"
+
+
+def _git(repo: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", "-c", "init.defaultBranch=main"]
+    return subprocess.run([*command, *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _preview_repo(tmp_path: Path, base: dict[str, Any], head: dict[str, Any], base_stack: str) -> Path:
+    repo = tmp_path / "gpu-ci"
+    shutil.copytree(ROOT / ".ci", repo / ".ci")
+    (repo / "Pulumi.dev.yaml").write_text(base_stack, encoding="utf-8")
+    _git(repo, "init", "--quiet")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "--quiet", "-m", "base")
+    (repo / "Pulumi.dev.yaml").write_text("ci-training max_size: 2\n", encoding="utf-8")
+    _git(repo, "commit", "--quiet", "-am", "ci-training: up to 2 nodes")
+    for name, document in (("base", base), ("head", head)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(document), encoding="utf-8")
+    python = repo / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1 $2 $3" = "-m infra plan" ]; then\n'
+        "  case $(cat Pulumi.dev.yaml) in\n"
+        f'    *"max_size: 2"*) cat "{tmp_path}/head.json";;\n'
+        '    *broken*) echo "error: platform.pools: broken" >&2; exit 2;;\n'
+        f'    *) cat "{tmp_path}/base.json";;\n'
+        "  esac\n"
+        "  exit 0\n"
+        "fi\n"
+        f'exec "{sys.executable}" "$@"\n',
+        encoding="utf-8",
+    )
+    python.chmod(0o755)
+    pulumi = tmp_path / "bin" / "pulumi"
+    pulumi.parent.mkdir()
+    pulumi.write_text(f"#!/bin/sh\ncase \"$*\" in *preview*) printf '{PREVIEW_TEXT}';; esac\n", encoding="utf-8")
+    pulumi.chmod(0o755)
+    return repo
+
+
+def _run_preview(repo: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    ci = yaml.safe_load((ROOT / ".gitlab-ci.yml").read_text(encoding="utf-8"))
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "PULUMI_STACK": "dev",
+        "PULUMI_BACKEND_URL": "s3://state",
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_SERVER_URL": "http://127.0.0.1:9",  # never reached: no note token in a fork's pipeline
+        "CI_MERGE_REQUEST_PROJECT_ID": "42",
+        "CI_MERGE_REQUEST_IID": "7",
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": _git(repo, "rev-parse", "HEAD~1"),
+        "CI_COMMIT_SHA": _git(repo, "rev-parse", "HEAD"),
+        "pack": str(tmp_path / "pack"),
+        "policy_config": "",
+    }
+    script = "\n".join(ci["preview"]["script"])
+    return subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script], cwd=repo, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_the_preview_job_computes_the_base_plan_for_the_delta(real_plans: tuple[Any, ...], tmp_path: Path) -> None:
+    base, head, _, _ = real_plans
+    repo = _preview_repo(tmp_path, base, head, base_stack="ci-training max_size: 1\n")
+    result = _run_preview(repo, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads((repo / "plan-base.json").read_text(encoding="utf-8")) == base  # .ci/plan-at at the base
+    note = result.stdout[result.stdout.index("<!--") :]
+    assert note.index("- ci-training slots 4 -> 8 (+4)") < note.index("**`pulumi preview`**")
+    assert "- EUR/day " in note and "- makespan " in note
+    assert _git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone
+
+
+def test_a_base_that_does_not_build_is_said_in_the_preview_note(real_plans: tuple[Any, ...], tmp_path: Path) -> None:
+    base, head, _, _ = real_plans
+    repo = _preview_repo(tmp_path, base, head, base_stack="broken\n")
+    result = _run_preview(repo, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "error: platform.pools: broken" in result.stderr
+    assert not (repo / "plan-base.json").exists()
+    assert "- no base plan (plan-base.json: No such file or directory); this commit: " in result.stdout
+    assert "**`pulumi preview`**" in result.stdout  # the preview note is posted all the same
