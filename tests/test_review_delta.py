@@ -83,7 +83,9 @@ def test_plans_without_a_workload() -> None:
     assert render_delta(_plan(), _plan()) == [
         "**Cost and capacity**: no cost figures (no `platform.workload` in the spec); no job slot changed."
     ]
-    assert render_delta(_plan(), _plan(slots={"ci-compile": 4}))[2:] == [
+    added = render_delta(_plan(), _plan(slots={"ci-compile": 4}))
+    assert added[0] == "**Cost and capacity**, base -> this commit:"
+    assert added[2:] == [
         "- no cost figures: no `platform.workload` in the spec",
         "- ci-compile slots 2 -> 4 (+2)",
         "- pool ci-training removed (it had 4 slots)",

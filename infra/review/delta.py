@@ -86,7 +86,8 @@ def render_delta(base: Mapping[str, Any] | None, head: Mapping[str, Any], no_bas
         cost_lines = _cost_lines(base_cost, head_cost)
     if not cost_lines and not slot_lines:
         return [f"{TITLE}: no cost change{_state(head_cost, head_slots)}."]
-    return [f"{TITLE}, base -> this commit (the simulated day of `platform.workload`):", "", *cost_lines, *slot_lines]
+    day = " (the simulated day of `platform.workload`)" if head_cost or base_cost else ""
+    return [f"{TITLE}, base -> this commit{day}:", "", *cost_lines, *slot_lines]
 
 
 def _cost_lines(base: Figures, head: Figures) -> list[str]:
@@ -147,8 +148,9 @@ def _summary(figures: Figures | None) -> str:
 
 def _state(cost: Figures | None, slots: dict[str, int | None] | None) -> str:
     parts = [_summary(cost)] if cost is not None else []
-    if slots:
-        parts.append("slots " + ", ".join(f"{pool} {_count(n)}" for pool, n in sorted(slots.items()) if n))
+    shown = [f"{pool} {_count(n)}" for pool, n in sorted((slots or {}).items()) if n != 0]
+    if shown:
+        parts.append("slots " + ", ".join(shown))
     return f" ({'; '.join(parts)})" if parts else ""
 
 
