@@ -7,9 +7,10 @@ allocatable CPU and memory by their requests; limits above allocatable are overc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from infra.config.errors import Problem, key_path
 from infra.quantity import format_gib
@@ -66,7 +67,7 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
             continue  # reported as a reference error
         pool = spec.pools[profile.pool]
         slots = gpu_slots(pool, node)
-        checks = (
+        checks: tuple[tuple[str, str, int, int, Callable[[int], str], Literal["error", "warning"]], ...] = (
             (
                 "cpu_request",
                 profile.cpu_request.text,

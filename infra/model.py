@@ -359,7 +359,7 @@ def _runner(spec: PlatformSpec, pool: Pool, default: str) -> Runner:
     is_default = pool.name == default
     tags = spec.runner.tags if is_default else spec.runner.pool_tags
     own = [spec.profiles[name] for name in pool.profiles]
-    sizes = {r.field: _largest(own, r.field) for r in JOB_RESOURCES}
+    sizes: dict[str, Quantity] = {r.field: _largest(own, r.field) for r in JOB_RESOURCES}
     release = RELEASE_NAME if is_default else f"{RELEASE_NAME}-{pool.name}"
     return Runner(
         pool=pool.name,

@@ -13,6 +13,7 @@ import yaml
 from pulumi.runtime import mocks as runtime_mocks
 from pulumi.runtime import settings
 
+from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RecordingMocks, RecordingMonitor
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig, load_stack_config
 
@@ -49,6 +50,17 @@ def pulumi_mocks() -> Iterator[RecordingMonitor]:
 def dev_stack() -> StackConfig:
     """The committed Pulumi.dev.yaml: the dev stack's config is what the whole-program tests run."""
     return load_stack_config("dev")
+
+
+@pytest.fixture(scope="session")
+def dev_run(dev_stack: StackConfig) -> ProgramRun:
+    """One run of the whole program on the dev stack, shared by the tests that only read what it registered
+    (each test that edits the config runs its own)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return run_program(dev_stack)
+    finally:
+        loop.close()
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import yaml
+
 
 @dataclass(frozen=True)
 class Token:
@@ -46,6 +48,8 @@ class FakeGitLab:
     """(project id, MR iid) to the MR's head sha."""
     notes: dict[tuple[int, int], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    repository_files: dict[tuple[int, str], str] = field(default_factory=dict)
+    """(project id, path) to the file on the default branch: what the CI Lint endpoint includes."""
     # Review block (token vetting): see "Review block" below.
     token_expiry: dict[str, str | None] = field(default_factory=dict)
     """Token text to its `expires_at` (None: never); unset: 30 days from today."""
@@ -147,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
             return answer
         if method == "GET" and path == "/api/v4/user":
             return 200, {"id": token.user_id, "username": token.username, "bot": True}, {}
+        if lint := _CI_LINT.match(path):
+            return _ci_lint(state, method, unquote(lint["project"]), body)
         answer = _review_route(state, self.headers.get("PRIVATE-TOKEN") or "", token, method, path)
         if answer is not None:
             return answer
@@ -200,6 +206,104 @@ class _Handler(BaseHTTPRequestHandler):
             headers["X-Next-Page"] = str(page + 1)
         headers["Link"] = ", ".join(links)
         return 200, ordered[(page - 1) * per_page : page * per_page], headers
+
+
+# --- CI lint: POST /projects/:id/ci/lint ----------------------------------------------------------------
+# GitLab merges the posted `content` with what it includes (`local:` from the project's default branch,
+# `project:` from another project's), applies `extends`, and answers `valid`, `errors`, `warnings`,
+# `merged_yaml` (keys written as Ruby symbols, as GitLab writes them), `includes` and, with `dry_run`,
+# `jobs`. Errors are GitLab's own words for a missing file and for YAML that does not parse.
+
+_CI_LINT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/ci/lint$")
+_LINT_KEYWORDS = {"default", "include", "stages", "variables", "workflow", "image", "services", "cache"}
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        both = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merge(merged[key], value) if both else value
+    return merged
+
+
+def _ci_lint(
+    state: FakeGitLab, method: str, project_path: str, body: dict[str, Any] | None
+) -> tuple[int, Any, dict[str, str]]:
+    project = state.projects.get(project_path)
+    if project is None:
+        return 404, {"message": "404 Project Not Found"}, {}
+    if method != "POST":
+        return 405, {"message": "405 Method Not Allowed"}, {}
+    if not body or "content" not in body:
+        return 400, {"error": "content is missing"}, {}
+    invalid = {"valid": False, "merged_yaml": None, "warnings": [], "includes": [], "jobs": []}
+    try:
+        config = yaml.safe_load(body["content"])
+    except yaml.YAMLError as err:
+        return 200, {**invalid, "errors": [f"(<unknown>): {str(err).splitlines()[0]}"]}, {}
+    if not isinstance(config, dict):
+        return 200, {**invalid, "errors": ["Invalid configuration format"]}, {}
+    merged: dict[str, Any] = {}
+    includes: list[dict[str, Any]] = []
+    entries = config.pop("include", [])
+    for raw in entries if isinstance(entries, list) else [entries]:
+        entry = {"local": raw} if isinstance(raw, str) else raw
+        source = state.projects.get(entry.get("project", project_path))
+        location = str(entry.get("local") or entry.get("file", "")).lstrip("/")
+        text = state.repository_files.get((source, location)) if source is not None else None
+        if text is None:
+            where = (
+                f"Local file `{location}`"
+                if "local" in entry
+                else f"Project `{entry.get('project')}` file `{location}`"
+            )
+            return 200, {**invalid, "errors": [f"{where} does not exist!"]}, {}
+        merged = _merge(merged, yaml.safe_load(text) or {})
+        includes.append({"type": "local" if "local" in entry else "file", "location": location, "extra": {}})
+    merged = _merge(merged, config)
+    for name, job in merged.items():
+        parents = job.get("extends", []) if isinstance(job, dict) else []
+        extended: dict[str, Any] = {}
+        for parent in [parents] if isinstance(parents, str) else parents:
+            extended = _merge(extended, merged.get(parent, {}))
+        if extended:
+            merged[name] = _merge(extended, job)
+    warnings = [
+        f"jobs:{name} may allow multiple pipelines to run for a single action due to `rules:when` clause with no "
+        "`workflow:rules` - read more: https://docs.gitlab.com/ee/ci/troubleshooting.html#pipeline-warnings"
+        for name, job in merged.items()
+        if "workflow" not in merged
+        and isinstance(job, dict)
+        and any(isinstance(r, dict) and "when" in r and "if" not in r for r in job.get("rules") or [])
+    ]
+    jobs = [
+        {
+            "name": name,
+            "stage": job.get("stage", "test"),
+            "script": job.get("script"),
+            "tag_list": job.get("tags", []),
+            "when": "on_success",
+            "allow_failure": False,
+        }
+        for name, job in merged.items()
+        if name not in _LINT_KEYWORDS and not name.startswith(".") and isinstance(job, dict)
+    ]
+    symbols = yaml.safe_dump({f":{k}": v for k, v in merged.items()}, sort_keys=False)
+    return (
+        200,
+        {
+            "valid": True,
+            "errors": [],
+            "warnings": warnings,
+            "merged_yaml": "---\n" + symbols,
+            "includes": includes,
+            "jobs": jobs,
+        },
+        {},
+    )
+
+
+# --- end of CI lint ----------------------------------------------------------------------------------------
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -345,7 +449,7 @@ class running:  # noqa: N801 - used as `with running(state) as gitlab:`
     def __enter__(self) -> FakeGitLab:
         self.thread.start()
         host, port = self.server.server_address[:2]
-        self.state.url = f"http://{host}:{port}"
+        self.state.url = f"http://{host!s}:{port}"
         return self.state
 
     def __exit__(self, *exc: object) -> None:

@@ -64,6 +64,15 @@ Validate = Callable[[Any, Any], None]
 # engine_props: `inputs` as `Analyze` hands them to a policy (infra.offline.policy_check, shared with `plan`).
 
 
+def _record(reported: list[tuple[str, str | None]]) -> Callable[..., None]:
+    """A report_violation that keeps (message, urn)."""
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append((message, urn))
+
+    return report
+
+
 def options(*, protect: bool = False, ignore_changes: list[str] | None = None) -> PolicyResourceOptions:
     return PolicyResourceOptions(
         protect=protect,
@@ -575,7 +584,7 @@ def test_a_runner_namespace_without_default_deny_fails_on_the_namespace(
 ) -> None:
     resources = _namespace_stack(spec, namespace)
     reported: list[tuple[str, str | None]] = []
-    pol.runner_namespace_default_deny(StackValidationArgs(resources), lambda m, urn=None: reported.append((m, urn)))
+    pol.runner_namespace_default_deny(StackValidationArgs(resources), _record(reported))
     assert reported == [
         (
             "namespace 'gitlab-runner': no default-deny NetworkPolicy (empty podSelector, policyTypes [Ingress, "
@@ -764,7 +773,7 @@ def test_gpu_pools_selecting_existing_configs_pass() -> None:
 def test_a_gpu_pool_selecting_a_missing_config_fails_on_the_pool() -> None:
     reported: list[tuple[str, str | None]] = []
     args = StackValidationArgs(sharing_stack(pool_key="ci-trainig"))
-    pol.gpu_pool_config_exists(args, lambda message, urn=None: reported.append((message, urn)))
+    pol.gpu_pool_config_exists(args, _record(reported))
     assert reported == [
         (
             "GPU pool 'ci-training': nvidia.com/device-plugin.config='ci-trainig' is not a key of the device-plugin "
@@ -843,9 +852,9 @@ def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | Non
     return [(v.policy, v.resource, v.message) for v in policy_check.policy_report(run, config, pack=pol)]
 
 
-def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
+def test_the_rules_see_the_programs_resources(dev_run: ProgramRun) -> None:
     """Guards the bridge against passing vacuously: each rule finds what it checks."""
-    run = run_program(dev_stack)
+    run = dev_run
     pools = {r.plain_inputs["name"]: analyzed(r, None) for r in run.by_type(POOL)}
     assert {name for name, args in pools.items() if pol._gpu_pool(args)} == {"ci-compile", "ci-training"}
     releases = [analyzed(r, None) for r in run.by_type(RELEASE)]
@@ -858,8 +867,8 @@ def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
     assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
 
 
-def test_the_dev_stack_passes_every_rule(dev_stack: StackConfig) -> None:
-    assert policy_report(run_program(dev_stack)) == []
+def test_the_dev_stack_passes_every_rule(dev_run: ProgramRun) -> None:
+    assert policy_report(dev_run) == []
 
 
 def test_the_dev_stack_with_a_cache_and_a_secret_variable_passes_every_rule(
@@ -987,12 +996,6 @@ def test_the_policy_config_can_allow_an_always_on_gpu_pool(
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
     config = {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}
     assert policy_report(run, config) == []
-
-
-@pytest.fixture(scope="module")
-def dev_run(dev_stack: StackConfig) -> ProgramRun:
-    """The dev stack's run, shared by the tests that copy and break one resource of it (never mutated)."""
-    return run_program(dev_stack)
 
 
 def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None]) -> ProgramRun:

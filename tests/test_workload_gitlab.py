@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -35,7 +36,7 @@ PROJECT = "ml-team/training"
 HISTORY = build_history(UNTIL, FIGURES)
 
 
-def _history(jobs: list[dict] | None = None, **kwargs: int) -> CiHistory:
+def _history(jobs: list[dict] | None = None, **kwargs: Any) -> CiHistory:
     return CiHistory(42, PROJECT, "2026-01-05T09:00:00.000Z", HISTORY if jobs is None else jobs, **kwargs)
 
 
@@ -273,7 +274,7 @@ def test_runners_known_only_by_their_tags_map_jobs_when_the_token_may_read_them(
         for job in HISTORY
     ]
     gitlab.ci_history = _history(jobs=anonymous)
-    gitlab.ci_history.runners = {runner["id"]: runner["tags"] for runner in RUNNERS.values()}
+    gitlab.ci_history.runners = {int(runner["id"]): list(runner["tags"]) for runner in RUNNERS.values()}
     assert _run(stack, gitlab) == 0
     out, err = capsys.readouterr()
     assert "none of the" in err

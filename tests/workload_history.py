@@ -20,7 +20,7 @@ QUEUED = (4, 4, 4, 4, 4, 4, 4, 4, 4, 30, 30, 90)
 """Seconds a job waited for a runner, cycling likewise: p50 4 s (0.1 min), p90 30 s (0.5 min)."""
 RL_JOBS = ("train-validate-dqn", "train-validate-ppo", "hyperopt-dqn", "hyperopt-ppo")
 SUPERVISED_FAMILIES = ("tft", "mamba2", "tggn", "tlob", "liquid", "kan", "xlstm", "diffusion")
-RUNNERS = {
+RUNNERS: dict[str | None, dict[str, Any]] = {
     "rl": {
         "id": 11,
         "description": "gpu-ci: Kapsule GPU runner (managed by Pulumi) - pool ci-compile",

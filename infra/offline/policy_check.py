@@ -122,9 +122,9 @@ def policy_report(
         for r in managed
     ]
     for policy in pack.STACK_POLICIES:
-        args = StackValidationArgs(stack, config.get(policy.name))
+        stack_args = StackValidationArgs(stack, config.get(policy.name))
         policy.validate(
-            args,
+            stack_args,
             lambda message, urn=None, p=policy: found.append(Violation(p.name, by_urn.get(urn, ""), message, level(p))),
         )
     return found

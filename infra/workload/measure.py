@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from infra.render.text import render_table
 from infra.workload.mapping import JobFacts, Routing, profile_of
 
 NOT_TRAINING = "not a training job"
@@ -267,14 +268,6 @@ def _failures(counter: Counter[str]) -> str:
     return ", ".join(f"{count} {reason}" for reason, count in sorted(counter.items(), key=lambda i: (-i[1], i[0])))
 
 
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]
-    ]
-    return "".join(line.rstrip() + "\n" for line in lines)
-
-
 def render_report(measurement: Measurement, project: str, poll_timeouts: Mapping[str, int] | None = None) -> str:
     """The measured figures per profile, the other jobs, bursts per day, and what failures usually mean.
 
@@ -296,7 +289,7 @@ def render_report(measurement: Measurement, project: str, poll_timeouts: Mapping
                 _failures(figures.failures) or "-",
             )
         )
-    text = head + table(
+    text = head + render_table(
         ("profile", "jobs", "jobs/day", "duration p50 / p90 (min)", "queued p50 / p90 (min)", "failures by reason"),
         rows,
     )
@@ -327,4 +320,6 @@ def _poll_timeouts(seconds: Mapping[str, int]) -> str:
 def render_comparison(figures: list[Figure]) -> str:
     """Assumed (the stack file) vs measured (GitLab) vs what is written, one row per key."""
     rows = [(f.key, "-" if f.assumed is None else str(f.assumed), f.measured, str(f.written), f.note) for f in figures]
-    return "assumed vs measured (platform.workload):\n" + table(("key", "assumed", "measured", "written", ""), rows)
+    return "assumed vs measured (platform.workload):\n" + render_table(
+        ("key", "assumed", "measured", "written", ""), rows
+    )
