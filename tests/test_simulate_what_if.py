@@ -21,7 +21,7 @@ from infra.simulate import simulate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _table(out: str) -> dict[str, tuple[str, str, str]]:
+def _table(out: str) -> dict[str, tuple[str, ...]]:
     """The what-if table's rows: figure -> (current, changed, change)."""
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("figure "))
@@ -117,6 +117,11 @@ def test_without_set_the_output_is_unchanged(capsys: pytest.CaptureFixture[str])
         ("clustr.name=x", "error: --set clustr.name=x: platform has no 'clustr'; did you mean 'cluster'?"),
         ("runner.job_timeout.x=1", "error: --set runner.job_timeout.x=1: platform.runner.job_timeout='3h' is a value"),
         ("max_size", "error: --set max_size: expected KEY=VALUE"),
+        (  # the spec refuses another key than the one set: named as the spec names it
+            "pools.ci-training.autoscaling=false",
+            "error: --set pools.ci-training.autoscaling=false: the changed spec is refused: "
+            "platform.pools.ci-training.max_size=1: a pool without autoscaling has a fixed size",
+        ),
         ("pools.ci-training.max_size=[1", "error: --set pools.ci-training.max_size=[1: '[1' is not a YAML value"),
     ],
 )

@@ -283,8 +283,8 @@ def _refusals(err: SpecError, applied: list[Setting], raw: Any) -> list[str]:
         else:
             lines.append(f"--set {setting.text}: {related[0]}")
     if not lines:
-        keys = ", ".join(setting.text for setting in applied)
-        lines.append(f"--set {keys}: the changed spec is refused: {err.problems[0]}")
+        texts = ", ".join(setting.text for setting in applied)
+        lines.append(f"--set {texts}: the changed spec is refused: {err.problems[0]}")
     return lines
 
 
