@@ -236,7 +236,7 @@ def _ci_lint(
         return 405, {"message": "405 Method Not Allowed"}, {}
     if not body or "content" not in body:
         return 400, {"error": "content is missing"}, {}
-    invalid = {"valid": False, "merged_yaml": None, "warnings": [], "includes": [], "jobs": []}
+    invalid: dict[str, Any] = {"valid": False, "merged_yaml": None, "warnings": [], "includes": [], "jobs": []}
     try:
         config = yaml.safe_load(body["content"])
     except yaml.YAMLError as err:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 import yaml
+from fake_gitlab import FakeGitLab, Token, running
 
 from infra.__main__ import main
 from infra.config.platform import load_spec
 from infra.model import derive
 from infra.render.ci_templates import render_ci_templates
-from tests.fake_gitlab import FakeGitLab, Token, running
 
 SAMPLE = Path(__file__).parent / "fixtures" / "training-repo"
 SNIPPET = (
@@ -88,7 +88,8 @@ def test_the_project_and_ref_can_be_given(gitlab: FakeGitLab, capsys: pytest.Cap
     assert _run(str(SAMPLE), "--online", "--gitlab-url", gitlab.url, "--project", "7", "--ref", "feature") == 0
     assert capsys.readouterr().err == "22 jobs checked: no violation\n"
     assert gitlab.requests[-1].path == "/api/v4/projects/7/ci/lint"
-    assert gitlab.requests[-1].body["ref"] == "feature"
+    body = gitlab.requests[-1].body
+    assert body is not None and body["ref"] == "feature"
 
 
 def test_gitlabs_errors_and_warnings_are_passed_on(

@@ -50,7 +50,7 @@ def test_templates_are_committed_to_the_training_project(
         assert (inputs["project"], inputs["filePath"]) == ("ml-team/training", ".gitlab/ci/gpu-ci-templates.yml")
         assert inputs["branch"] == "main"  # the project's default branch, looked up
         assert (inputs["content"], inputs["encoding"]) == (text, "text")
-        assert inputs["overwriteOnCreate"] is True
+        assert inputs["overwriteOnCreate"] is False  # a file gpu-ci did not create is never replaced silently
         assert values[0] == text
 
     return _settled(ci).apply(check)

@@ -905,8 +905,9 @@ def _fast_cold_start(p: dict[str, Any]) -> None:
     p["runner"]["poll_timeout_margin_minutes"] = 1
 
 
-def _plain_token(p: dict[str, Any]) -> None:
-    p["ci"]["variables"] = {"HF_TOKEN": "hf_notreallyatokenbutlongenough0123"}
+def _unmasked_secret(p: dict[str, Any]) -> None:
+    # a token as a plain value is refused by the spec itself (platform.ci.variables: use secret:)
+    p["ci"]["variables"] = {"HF_TOKEN": {"secret": "hf_token", "masked": False}}
 
 
 @pytest.mark.parametrize(
@@ -964,7 +965,7 @@ def _plain_token(p: dict[str, Any]) -> None:
             ],
         ),
         (
-            _plain_token,
+            _unmasked_secret,
             [
                 (
                     "ci-secret-variables-masked",
@@ -974,14 +975,14 @@ def _plain_token(p: dict[str, Any]) -> None:
             ],
         ),
     ],
-    ids=["gpu-min-size-1", "fixed-gpu-pool", "unprotected-cluster", "public-registry", "short-poll", "plain-token"],
+    ids=["gpu-min-size-1", "fixed-gpu-pool", "unprotected-cluster", "public-registry", "short-poll", "unmasked-secret"],
 )
 def test_a_spec_the_spec_allows_but_the_policies_refuse(
     dev_stack: StackConfig, dev_platform: dict[str, Any], edit: Callable[[dict[str, Any]], None], expected: list
 ) -> None:
     """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
     edit(dev_platform)
-    run = run_program(dev_stack.with_values({"platform": dev_platform}))
+    run = run_program(dev_stack.with_values({"platform": dev_platform, "hf_token": "x"}, secret_keys=("hf_token",)))
     found = sorted(policy_report(run))  # registration order depends on the event loop
     expected = sorted(expected)
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]

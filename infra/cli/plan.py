@@ -19,7 +19,8 @@ from infra.model import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.policy_check import Violation, policy_report
-from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, load_stack_config
+from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
@@ -39,7 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         config = load_stack_config(args.stack, path=args.config)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, StackFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     run = run_program(config, check=False)
@@ -50,6 +51,11 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
+    stack_file = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
+    if collisions := stack_collisions(platform, stack_file):  # what it shares with the project's other stacks
+        for problem in collisions:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     verdict = policy_report(run)
     artifacts = render_artifacts(platform)
     if args.out:

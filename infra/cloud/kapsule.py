@@ -89,7 +89,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             region=region,
             tags=list(cluster.tags),
             ipv4_subnet=(
-                scw_network.PrivateNetworkIpv4SubnetArgs(subnet=cluster.private_network_subnet)
+                scw_network.PrivateNetworkIpv4SubnetArgs(subnet=str(cluster.private_network_subnet))
                 if cluster.private_network_subnet
                 else None
             ),

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from infra.config.base import Duration, SpecModel
+from infra.config.base import MAX_LIST, MAX_WAIT_SECONDS, Duration, PrivateCidr, SpecModel, StrictFloat, StrictInt
 
-_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
-_EXISTING_ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_VERSION = re.compile(r"\d{1,3}\.\d{1,3}(\.\d{1,3})?")
+_EXISTING_ID = re.compile(r"(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TAG = re.compile(r"[^\s,]{1,128}")
 
 Weekday = Literal["any", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
@@ -23,13 +23,14 @@ class AutoscalerSpec(SpecModel):
     """How long a node must be unneeded before removal (API default 10m)."""
     scale_down_delay_after_add: Duration = "5m"
     """Pause before scale-down is considered again after a scale-up (API default 10m)."""
-    scale_down_utilization_threshold: float = Field(0.5, gt=0, le=1)
+    scale_down_utilization_threshold: StrictFloat = Field(0.5, gt=0, le=1)
     expander: Literal["random", "most_pods", "least_waste", "priority", "price"] = "least_waste"
     ignore_daemonsets_utilization: bool = True
     """GPU operator DaemonSets sit on every GPU node; they must not keep it up."""
     balance_similar_node_groups: bool = False
-    expendable_pods_priority_cutoff: int = 0
-    max_graceful_termination_sec: int = Field(600, ge=0)
+    expendable_pods_priority_cutoff: StrictInt = Field(0, ge=-(2**31), le=2**31 - 1)
+    """A Kubernetes pod priority: an int32."""
+    max_graceful_termination_sec: StrictInt = Field(600, ge=0, le=MAX_WAIT_SECONDS)
 
 
 class AutoUpgradeSpec(SpecModel):
@@ -37,23 +38,23 @@ class AutoUpgradeSpec(SpecModel):
 
     enable: bool = True
     maintenance_window_day: Weekday = "sunday"
-    maintenance_window_start_hour: int = Field(3, ge=0, le=23)
+    maintenance_window_start_hour: StrictInt = Field(3, ge=0, le=23)
 
 
 class ClusterSpec(SpecModel):
     """The Kapsule cluster, or the id of an existing one to adopt."""
 
-    name: str = "gpu-ci"
+    name: str = Field("gpu-ci", max_length=63)
     version: str = "1.35"
     cni: Literal["cilium", "calico", "kilo", "none"] = "cilium"
     type: Literal["kapsule", "kapsule-dedicated-4", "kapsule-dedicated-8", "kapsule-dedicated-16"] = "kapsule"
-    description: str = "GPU CI platform (GitLab runner + GPU pools), managed by Pulumi"
-    tags: tuple[str, ...] = ("gpu-ci", "managed-by-pulumi")
+    description: str = Field("GPU CI platform (GitLab runner + GPU pools), managed by Pulumi", max_length=255)
+    tags: tuple[str, ...] = Field(("gpu-ci", "managed-by-pulumi"), max_length=MAX_LIST)
     existing_id: str | None = None
     """Adopt this cluster (`<region>/<uuid>`) instead of creating one; pools are still created in it."""
     protect: bool = True
     """Pulumi refuses to delete a protected cluster (`pulumi state unprotect` first)."""
-    private_network_subnet: str | None = None
+    private_network_subnet: PrivateCidr | None = None
     """IPv4 subnet of the private network (CIDR); None lets Scaleway pick one."""
     autoscaler: AutoscalerSpec = AutoscalerSpec()
     auto_upgrade: AutoUpgradeSpec | None = None
@@ -61,25 +62,21 @@ class ClusterSpec(SpecModel):
     @field_validator("version")
     @classmethod
     def _version(cls, value: str) -> str:
-        if not _VERSION.match(value):
+        if not _VERSION.fullmatch(value):
             raise ValueError("not a Kubernetes version like 1.35 or 1.35.3")
         return value
 
     @field_validator("existing_id")
     @classmethod
     def _existing_id(cls, value: str | None) -> str | None:
-        if value is not None and not _EXISTING_ID.match(value):
+        if value is not None and not _EXISTING_ID.fullmatch(value):
             raise ValueError("not a Kapsule cluster id like fr-par/11111111-2222-3333-4444-555555555555")
         return value
 
-    @field_validator("private_network_subnet")
+    @field_validator("tags")
     @classmethod
-    def _subnet(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                net = ipaddress.IPv4Network(value)
-            except ValueError as err:
-                raise ValueError(f"not an IPv4 CIDR ({err})") from None
-            if not net.is_private:
-                raise ValueError("must be a private (RFC 1918) range")
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for tag in value:
+            if not _TAG.fullmatch(tag):
+                raise ValueError(f"tag {tag[:64]!r} must be 1-128 characters without spaces or commas")
         return value

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from typing import Annotated
 
 from pydantic import Field
 
 from infra.catalog import BUILTIN_CATALOG, DEFAULT_RESERVE_CPU, DEFAULT_RESERVE_MEMORY, Catalog, NodeType
-from infra.config.base import CpuQuantity, MemoryQuantity, SpecModel
+from infra.config.base import MAX_LIST, CpuQuantity, MemoryQuantity, SpecModel, StrictInt
+
+MAX_VCPUS = 512
+MAX_MEMORY_GIB = 8192
+MAX_GPUS = 16
+MAX_GPU_MEMORY_GB = 1024
+MAX_EUR_PER_HOUR = 1000
+"""Bounds of a node type's figures: well above Scaleway's largest instances, low enough to catch a slip."""
 
 
 class ReserveSpec(SpecModel):
@@ -21,13 +29,13 @@ class ReserveSpec(SpecModel):
 class NodeTypeSpec(SpecModel):
     """A node type's figures; for a built-in type, only the fields given replace the catalogue's."""
 
-    vcpus: int | None = Field(None, ge=1)
-    memory_gib: int | None = Field(None, ge=1)
-    gpus: int | None = Field(None, ge=0)
-    gpu_model: str | None = None
-    gpu_memory_gb: int | None = Field(None, ge=0)
-    eur_per_hour: Decimal | None = Field(None, ge=0)
-    zones: tuple[str, ...] | None = None
+    vcpus: StrictInt | None = Field(None, ge=1, le=MAX_VCPUS)
+    memory_gib: StrictInt | None = Field(None, ge=1, le=MAX_MEMORY_GIB)
+    gpus: StrictInt | None = Field(None, ge=0, le=MAX_GPUS)
+    gpu_model: str | None = Field(None, max_length=128)
+    gpu_memory_gb: StrictInt | None = Field(None, ge=0, le=MAX_GPU_MEMORY_GB)
+    eur_per_hour: Decimal | None = Field(None, ge=0, le=MAX_EUR_PER_HOUR, allow_inf_nan=False, max_digits=16)
+    zones: tuple[Annotated[str, Field(max_length=32)], ...] | None = Field(None, max_length=MAX_LIST)
     reserve: ReserveSpec | None = None
 
     def missing_for_new_type(self) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Final
 
 from pydantic import field_validator
 
-from infra.config.base import DNS_LABEL, SpecModel
+from infra.config.base import SpecModel, is_dns_label
 
 REGISTRY_PULL_SECRET_CONFIG: Final = "registry_pull_secret_key"
 """Stack secret (`pulumi config set --secret registry_pull_secret_key ...`): the pull key's secret part."""
@@ -35,7 +35,7 @@ class RegistrySpec(SpecModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
+        if not is_dns_label(value):
             raise ValueError("not a registry namespace name (a-z, 0-9 and '-')")
         return value
 
