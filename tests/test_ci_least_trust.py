@@ -72,6 +72,7 @@ def test_preview_runs_with_the_read_only_keys_in_its_own_environment() -> None:
         "AWS_ACCESS_KEY_ID": "$STATE_READ_ACCESS_KEY",
         "AWS_SECRET_ACCESS_KEY": "$STATE_READ_SECRET_KEY",
         "GITLAB_TOKEN": "$GITLAB_READ_TOKEN",
+        "GIT_DEPTH": "0",  # the MR's base commit, whose plan the note's cost delta compares with
     }
     assert preview["environment"] == {"name": "preview/$PULUMI_STACK", "action": "prepare"}
 

@@ -105,4 +105,6 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     assert note["body"].startswith(marker("dev", "offline"))
     assert f"**Offline plan diff** at commit `{head[:8]}`: 2 to update, {unchanged} unchanged" in note["body"]
     assert "ci-training  L40S-1-48G  fr-par-2  0-2" in note["body"]  # the head's capacity report
+    # The cost delta of the two plans opens the note, before the resource diff.
+    assert note["body"].index("- ci-training slots 4 -> 8 (+4)") < note["body"].index("**Offline plan diff**")
     assert f"created note {note['id']}" in result.stdout

@@ -205,6 +205,7 @@ def test_preview_and_up_use_the_state_bucket_and_the_stack(ci: dict[str, Any]) -
         assert 'pulumi login "$PULUMI_BACKEND_URL"' in job["script"]
         assert job["variables"]["AWS_ACCESS_KEY_ID"] == f"$STATE_{access}_ACCESS_KEY"
         assert job["variables"]["AWS_SECRET_ACCESS_KEY"] == f"$STATE_{access}_SECRET_KEY"
+    assert jobs["preview"]["variables"]["GIT_DEPTH"] == "0"  # the base commit's plan: the note's cost delta
 
 
 def test_up_is_manual_serialized_and_never_cancelled(ci: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ Without a token (a fork's pipeline) the note is printed instead, and the job doe
 Before posting, the token is vetted (`infra.review.gitlab_notes.vet_token`): no role above Reporter, no
 scope beyond `api`, an expiry within 90 days. A `--preview` note is refused if its token acts as the same
 user as GITLAB_NOTE_TOKEN: the unprotected token must never be able to edit the protected job's note.
+
+With the base's plan (`--base-plan`), the note opens with the cost delta, base against head (`review.delta`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from infra.review.delta import render_delta
 from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, marker, render_no_changes, render_note
 
 TOKEN_VARIABLE = "GITLAB_NOTE_TOKEN"
@@ -37,6 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--preview", metavar="FILE", help="`pulumi preview --diff` output ('-': stdin)")
     source.add_argument("--plan-diff", metavar="FILE", help="`python -m infra plan-diff` output ('-': stdin)")
     parser.add_argument("--plan", type=Path, metavar="FILE", help="the head's plan --json: capacity report, warnings")
+    parser.add_argument(
+        "--base-plan",
+        type=Path,
+        metavar="FILE",
+        help="the base's plan --json: the note opens with the cost delta, base against --plan "
+        "(an unreadable file is said in the note, not fatal: the base may not build)",
+    )
     parser.add_argument("--exit-code", type=int, default=0, help="exit code of the command that wrote the diff")
     parser.add_argument("--stack", help="stack name (default: $PULUMI_STACK, else the plan's stack, else dev)")
     parser.add_argument("--max-lines", type=int, default=MAX_LINES, help="diff lines shown before truncating")
@@ -66,6 +76,8 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         plan = json.loads(args.plan.read_text(encoding="utf-8")) if args.plan else {}
         if not isinstance(plan, dict):
             raise ValueError(f"{args.plan}: not a plan document (python -m infra plan --json)")
+        if args.base_plan and not args.plan:
+            raise ValueError("--base-plan: the delta compares it with the head's plan: give --plan too")
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -83,6 +95,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         warnings=tuple(plan.get("warnings") or ()),
         commit=head_sha[:8] if head_sha else None,
         job_url=args.job_url or env.get("CI_JOB_URL"),
+        delta=_delta(args.base_plan, plan) if args.base_plan else (),
     )
     say = has_something_to_say(note)
     body = render_note(note, max_lines=args.max_lines) if say else render_no_changes(note)
@@ -144,6 +157,19 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     }
     print(f"mr-note: {messages[outcome.action]} ({target.describe()})")
     return 0
+
+
+def _delta(base_plan: Path, head: dict[str, object]) -> tuple[str, ...]:
+    """The cost delta; a base plan that cannot be read is named in the note rather than failing it."""
+    try:
+        base = json.loads(base_plan.read_text(encoding="utf-8"))
+    except OSError as err:
+        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan}: {err.strerror or err})"))
+    except ValueError as err:
+        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan} is not JSON: {err})"))
+    if not isinstance(base, dict):
+        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan} is not a plan document)"))
+    return tuple(render_delta(base, head))
 
 
 def _read_text(name: str) -> str:

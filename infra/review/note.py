@@ -138,6 +138,8 @@ class NoteInput:
     warnings: tuple[str, ...] = ()
     commit: str | None = None
     job_url: str | None = None
+    delta: tuple[str, ...] = ()
+    """The cost delta, base against head (`infra.review.delta.render_delta`): Markdown lines shown first."""
 
     @property
     def summary(self) -> PreviewSummary:
@@ -153,7 +155,10 @@ def has_something_to_say(note: NoteInput) -> bool:
 def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> str:
     """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings."""
     summary = note.summary
-    parts = [_marker(note), f"### Infrastructure preview: stack `{note.stack}`", "", _headline(note, summary)]
+    parts = [_marker(note), f"### Infrastructure preview: stack `{note.stack}`", ""]
+    if note.delta:
+        parts += [*note.delta, ""]
+    parts.append(_headline(note, summary))
     if note.offline:
         parts += [
             "",
