@@ -7,6 +7,7 @@ before the first resource is registered: a bad config stops `pulumi up` before i
 import pulumi
 
 from infra.cloud.platform import build_platform
+from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
 from infra.config.secrets import secret_config_keys
 from infra.model import load_platform
@@ -14,7 +15,11 @@ from infra.render.report import stack_report
 
 config = pulumi.Config()
 try:
-    platform = load_platform(config.require_object("platform"))
+    raw = config.require_object("platform")
+except ValueError as err:  # JSON the engine passed but Python will not read (e.g. a 5000-digit number)
+    raise pulumi.RunError(f"platform: not a readable config object ({str(err).splitlines()[0][:200]})") from None
+try:
+    platform = load_platform(raw)
     report = stack_report(platform)
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
@@ -27,6 +32,10 @@ for key in secret_config_keys(platform.spec):
     secrets[key] = config.require_secret(key)  # a missing one stops here, before any resource
     if not pulumi.runtime.is_config_secret(config.full_key(key)):
         raise pulumi.RunError(f"{config.full_key(key)} is stored in plain text: pulumi config set --secret {key} ...")
+
+for key in PROVIDER_CREDENTIAL_KEYS:  # a provider credential typed in clear sits in the stack file, in git
+    if pulumi.runtime.get_config(key) is not None and not pulumi.runtime.is_config_secret(key):
+        raise pulumi.RunError(f"{key} is stored in plain text: pulumi config set --secret {key} ...")
 
 for name, value in build_platform(platform, secrets, report).items():
     pulumi.export(name, value)

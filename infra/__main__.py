@@ -16,6 +16,12 @@ COMMANDS = {
     "import-file": ("infra.cli.import_file", "write a `pulumi import --file` document for existing resources"),
     "plan-diff": ("infra.cli.plan_diff", "compare two offline plans (plan --json) like `pulumi preview --diff`"),
     "mr-note": ("infra.cli.mr_note", "post or update the merge request's preview note"),
+    "guard-replacements": (
+        "infra.cli.guard_replacements",
+        "refuse a `pulumi preview --json` that replaces or deletes a pool, namespace or runner",
+    ),
+    "simulate": ("infra.cli.simulate", "simulate the dispatch of a pipeline or a day of jobs on the platform"),
+    "workload": ("infra.cli.workload", "measure platform.workload from the training project's GitLab jobs"),
     "docs": ("infra.cli.docs", "write the config reference (docs/config-reference.md) from the spec's models"),
 }
 """Command name -> (module with `add_parser(subparsers)`, one-line help)."""

@@ -7,9 +7,10 @@ allocatable CPU and memory by their requests; limits above allocatable are overc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from infra.config.errors import Problem, key_path
 from infra.quantity import format_gib
@@ -66,7 +67,10 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
             continue  # reported as a reference error
         pool = spec.pools[profile.pool]
         slots = gpu_slots(pool, node)
-        checks = (
+        # (key, text, per job, allocatable, shown as, severity when n jobs do not fit; None: not checked).
+        # One job above the node is an error for limits too: the limit becomes the runner's maximum, and a
+        # job could never use it. n CPU limits above the node only throttle; n memory limits risk OOM.
+        checks: tuple[tuple[str, str, int, int, Callable[[int], str], Literal["error", "warning"] | None], ...] = (
             (
                 "cpu_request",
                 profile.cpu_request.text,
@@ -74,6 +78,14 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
                 node.allocatable_millicores,
                 _millicores,
                 "error",
+            ),
+            (
+                "cpu_limit",
+                profile.cpu_limit.text,
+                profile.cpu_limit.millicores,
+                node.allocatable_millicores,
+                _millicores,
+                None,
             ),
             (
                 "memory_request",
@@ -92,19 +104,88 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
                 "warning",
             ),
         )
+        too_large: set[str] = set()
         for key, text, per_job, allocatable, show, severity in checks:
-            where = f"one {pool.node_type} node's allocatable {show(allocatable)}"
+            where = f"one {pool.node_type} node's allocatable {show(max(allocatable, 0))}"
+            resource = key.split("_")[0]
             if per_job > allocatable:
-                reason = f"is larger than {where}"
-            elif slots * per_job > allocatable:
+                if resource not in too_large:  # a limit above a request that is already too large: said once
+                    problems.append(Problem(key_path("profiles", name, key), text, f"is larger than {where}"))
+                too_large.add(resource)
+            elif severity is not None and slots * per_job > allocatable:
                 verb = "exceeds" if severity == "error" else "overcommits"
                 reason = f"x {slots} jobs per node = {show(slots * per_job)} {verb} {where}"
                 reason += "; lower it or the pool's replicas" if severity == "error" else " (OOM if all hit the limit)"
-            else:
-                continue
-            problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
+                problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
         problems += _gpu_memory_problems(name, profile, pool, node)
-    return problems
+    return problems + _quota_problems(spec) + _manager_problems(spec) + _idle_gpu_pool_problems(spec)
+
+
+def _quota_problems(spec: PlatformSpec) -> list[Problem]:
+    """All pools at max_size together stay within MAX_POOL_NODES (each pool alone is bounded by its field)."""
+    from infra.config.base import MAX_POOL_NODES  # noqa: PLC0415 - capacity imports no spec module at load
+
+    total = sum(pool.max_size for pool in spec.pools.values())
+    if total <= MAX_POOL_NODES:
+        return []
+    sizes = {name: pool.max_size for name, pool in sorted(spec.pools.items())}
+    return [
+        Problem(
+            key_path("pools"),
+            sizes,
+            f"{total} nodes at max_size in all, above gpu-ci's quota of {MAX_POOL_NODES} (docs/config-limits.md)",
+        )
+    ]
+
+
+def _manager_problems(spec: PlatformSpec) -> list[Problem]:
+    """The manager pool must hold every runner manager (one per GPU pool a profile targets) after the node's
+    reserve: PLAY2-NANO (4 GiB) minus the default 4Gi reserve holds none. The managers' requests are the ones
+    their Helm values set (`infra.model.MANAGER_*_REQUEST`: the chart's default resources are empty)."""
+    # imported here: infra.model and infra.config.runner import this module
+    from infra.config.runner import manager_pool  # noqa: PLC0415
+    from infra.model import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST  # noqa: PLC0415
+
+    name = manager_pool(spec)
+    node = spec.pool_node(name) if name is not None else None
+    if name is None or node is None or node.is_gpu:
+        return []  # reported by the runner's checks
+    managers = max(1, len({p.pool for p in spec.profiles.values() if spec.is_gpu_pool(p.pool)}))
+    cpu, memory = MANAGER_CPU_REQUEST.millicores * managers, MANAGER_MEMORY_REQUEST.bytes * managers
+    short = [
+        f"{what} {shown(max(have, 0))} < {shown(need)}"
+        for what, have, need, shown in (
+            ("CPU", node.allocatable_millicores, cpu, _millicores),
+            ("memory", node.allocatable_memory_bytes, memory, _mib),
+        )
+        if have < need
+    ]
+    if not short:
+        return []
+    each = f"{MANAGER_CPU_REQUEST}, {MANAGER_MEMORY_REQUEST} each"
+    return [
+        Problem(
+            key_path("pools", name, "node_type"),
+            spec.pools[name].node_type,
+            f"cannot hold the {managers} runner manager{'s' if managers > 1 else ''} ({each}): allocatable "
+            f"{', '.join(short)} after the node's reserve; pick a larger type or lower allocatable_reserve",
+        )
+    ]
+
+
+def _idle_gpu_pool_problems(spec: PlatformSpec) -> list[Problem]:
+    """A GPU pool no profile targets takes no CI job: a warning, it is probably a typo or a leftover."""
+    targeted = {profile.pool for profile in spec.profiles.values()}
+    return [
+        Problem(
+            key_path("pools", name),
+            spec.pools[name].node_type,
+            "no profile targets this GPU pool: no CI job will run on it (point a profile's pool at it, or remove it)",
+            "warning",
+        )
+        for name in spec.gpu_pools()
+        if name not in targeted
+    ]
 
 
 def gpu_memory_per_replica_gb(pool: PoolSpec, node: NodeType) -> Fraction:
@@ -148,6 +229,10 @@ def format_gb(amount: Fraction) -> str:
 
 def _millicores(value: int) -> str:
     return f"{value}m"
+
+
+def _mib(value: int) -> str:
+    return f"{value // 2**20}Mi"
 
 
 def _gib(value: int) -> str:

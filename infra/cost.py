@@ -1,92 +1,62 @@
-"""What a day of CI jobs costs and how long a burst takes to drain, new setup against old (pure: no Pulumi).
+"""What a day of CI jobs costs, how long its bursts take, and whether any job fails: the new setup simulated
+against the old one (pure: no Pulumi).
 
-The model, stated once here and in docs/cost.md; every figure is exact (fractions) until shown:
+One model for all three figures: the day of `platform.workload` is dispatched by `infra.simulate` (GitLab's
+queue, the per-pool runners' slots, Pending pods, `poll_timeout`, cold starts, scale-down, per-minute billing;
+`infra.dispatch` builds the scenario). From its result:
+- EUR per day: the scaled GPU nodes' billed minutes at their price, plus the always-on nodes (`min_size`,
+  e.g. the system pool) 24 h a day;
+- per burst, its makespan (from queued to its last job's end); the report shows the largest;
+- failed jobs by GitLab's failure reason, and the longest wait before a job runs.
 
-- A day's jobs of each profile arrive in `workload.batches_per_day` bursts, as evenly as possible (the
-  first bursts take the remainder). Each burst finds the GPU pools scaled to zero (`min_size` nodes up).
-- A pool drains a burst in waves of up to `max_size x jobs_per_node` jobs, in queue order, packed onto
-  as few nodes as possible. Every node the burst needs is created at once and is ready after the pool's
-  `cold_start_minutes` (nodes kept up by `min_size` are ready at once, but the first wave waits for all).
-- A wave lasts as long as its slowest job. A job runs `minutes_per_job` when alone on its GPU. With a
-  `gpu_utilization` u, it slows down by max(1, u x n): n = the jobs sharing its GPU in that wave under
-  time-slicing (their demands add up past 100 %), n = the pool's replicas under MPS (each client is capped
-  at 1/replicas of the GPU even when alone). Without u, sharing is assumed free.
-- A scaled node is billed per minute (Scaleway GPU instances) from its creation until
-  `scale_down_unneeded_time` after its last wave, and no sooner than `scale_down_delay_after_add` after
-  the scale-up. Nodes kept by `min_size` (e.g. the system pool) are billed 24 h a day.
-- Pools work in parallel: a burst is drained when its slowest pool is.
-- The old setup (`workload.baseline`): every job on one always-on node, one at a time, each as long as
-  `minutes_per_job`, plus `idle_node_types` billed 24 h a day.
+The old setup (`workload.baseline`) is the same day on one always-on node of the baseline type running one
+job at a time (one runner, `concurrent = 1`: jobs wait in GitLab), plus `idle_node_types` billed around the
+clock; a job runs as long as `minutes_per_job` (it has the GPU to itself).
 """
 
 from __future__ import annotations
 
-import math
+from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infra.config.base import duration_seconds
+from infra.dispatch import MINUTES_PER_DAY, PlannedJob, scenario, workload_jobs
+from infra.simulate import Scenario, SimJob, SimPool, SimResult, SimRunner, simulate
 
 if TYPE_CHECKING:
-    from infra.config.workload import ProfileLoadSpec, WorkloadSpec
-    from infra.model import Platform, Pool
-
-MINUTES_PER_DAY = 24 * 60
-
-
-def exact(value: float) -> Fraction:
-    """A config number as the exact decimal the user wrote (0.34, not the nearest binary float)."""
-    return Fraction(str(value))
+    from infra.model import Platform
 
 
 @dataclass(frozen=True)
 class ProfileLoad:
-    """One profile's daily load and how long its jobs run where they are routed."""
+    """One profile's daily load and how long its jobs ran in the simulated day."""
 
     profile: str
     pool: str
     jobs_per_day: int
     minutes_alone: Fraction
-    minutes_full_node: Fraction
-    """Run time when the GPU is shared as configured and the node is full (the slowest case)."""
-
-
-@dataclass(frozen=True)
-class BurstRun:
-    """How one pool drains one burst."""
-
-    jobs: int
-    nodes: int
-    waves: int
-    drain_minutes: Fraction
-    """From the burst being queued to its last job finishing (cold start included)."""
-    billed_node_minutes: Fraction
-    """Minutes billed for the nodes the burst scaled up (not the min_size ones)."""
+    minutes_as_run: Fraction
+    """The mean run time of its jobs in the simulated day (slower than alone when they share a busy GPU)."""
 
 
 @dataclass(frozen=True)
 class PoolDay:
-    """One pool's day: its bursts, what they bill, and what its always-on nodes bill."""
+    """One pool's day: what its nodes billed."""
 
     pool: str
     node_type: str
     jobs_per_node: int
-    max_size: int
+    slots: int
     eur_per_hour: Fraction
-    bursts: tuple[BurstRun, ...]
     scaled_node_hours: Fraction
     always_on_node_hours: Fraction
-    bursts_overlap: bool
-    """A burst's nodes would still be up when the next burst arrives: the model over-counts cold starts."""
+    peak_pods: int
+    """Most job pods at once; above `slots` the pool was oversubscribed (pods Pending)."""
 
     @property
     def eur_per_day(self) -> Fraction:
         return (self.scaled_node_hours + self.always_on_node_hours) * self.eur_per_hour
-
-    @property
-    def drain_minutes(self) -> Fraction:
-        return max((b.drain_minutes for b in self.bursts), default=Fraction(0))
 
 
 @dataclass(frozen=True)
@@ -97,7 +67,7 @@ class Baseline:
     idle_node_types: tuple[str, ...]
     eur_per_day: Fraction
     busy_hours_per_day: Fraction
-    drain_minutes: Fraction
+    makespan_minutes: Fraction
     """The largest burst, one job after the other."""
 
     @property
@@ -108,24 +78,29 @@ class Baseline:
 
 @dataclass(frozen=True)
 class CostReport:
-    """The new setup's day against the old one's."""
+    """The new setup's simulated day against the old one's."""
 
     batches_per_day: int
     profiles: tuple[ProfileLoad, ...]
     pools: tuple[PoolDay, ...]
     baseline: Baseline
+    failed_by_reason: dict[str, int]
+    makespan_minutes: Fraction
+    """The largest burst's makespan: from its jobs being queued to the last one's end."""
+    longest_wait_minutes: Fraction | None
+    """The longest time a job waited (GitLab's queue, then Pending) before running."""
 
     @property
     def jobs_per_day(self) -> int:
         return sum(p.jobs_per_day for p in self.profiles)
 
     @property
-    def eur_per_day(self) -> Fraction:
-        return sum((p.eur_per_day for p in self.pools), Fraction(0))
+    def failed_jobs(self) -> int:
+        return sum(self.failed_by_reason.values())
 
     @property
-    def drain_minutes(self) -> Fraction:
-        return max((p.drain_minutes for p in self.pools), default=Fraction(0))
+    def eur_per_day(self) -> Fraction:
+        return sum((p.eur_per_day for p in self.pools), Fraction(0))
 
     def as_json(self) -> dict[str, object]:
         """JSON-ready figures (EUR to 1/10000 of a cent, minutes and hours to 0.01)."""
@@ -133,14 +108,17 @@ class CostReport:
             "batches_per_day": self.batches_per_day,
             "jobs_per_day": self.jobs_per_day,
             "eur_per_day": _round(self.eur_per_day, 6),
-            "drain_minutes": _round(self.drain_minutes, 2),
+            "makespan_minutes": _round(self.makespan_minutes, 2),
+            "longest_wait_minutes": None if self.longest_wait_minutes is None else _round(self.longest_wait_minutes, 2),
+            "failed_jobs": self.failed_jobs,
+            "failed_by_reason": dict(sorted(self.failed_by_reason.items())),
             "profiles": [
                 {
                     "profile": p.profile,
                     "pool": p.pool,
                     "jobs_per_day": p.jobs_per_day,
                     "minutes_alone": _round(p.minutes_alone, 2),
-                    "minutes_full_node": _round(p.minutes_full_node, 2),
+                    "minutes_as_run": _round(p.minutes_as_run, 2),
                 }
                 for p in self.profiles
             ],
@@ -149,11 +127,11 @@ class CostReport:
                     "pool": p.pool,
                     "node_type": p.node_type,
                     "jobs_per_node": p.jobs_per_node,
+                    "slots": p.slots,
                     "eur_per_day": _round(p.eur_per_day, 6),
                     "scaled_node_hours": _round(p.scaled_node_hours, 2),
                     "always_on_node_hours": _round(p.always_on_node_hours, 2),
-                    "drain_minutes": _round(p.drain_minutes, 2),
-                    "bursts_overlap": p.bursts_overlap,
+                    "peak_pods": p.peak_pods,
                 }
                 for p in self.pools
             ],
@@ -162,7 +140,7 @@ class CostReport:
                 "idle_node_types": list(self.baseline.idle_node_types),
                 "eur_per_day": _round(self.baseline.eur_per_day, 6),
                 "busy_hours_per_day": _round(self.baseline.busy_hours_per_day, 2),
-                "drain_minutes": _round(self.baseline.drain_minutes, 2),
+                "makespan_minutes": _round(self.baseline.makespan_minutes, 2),
                 "keeps_up": self.baseline.keeps_up,
             },
         }
@@ -172,156 +150,99 @@ def _round(value: Fraction, digits: int) -> float:
     return round(float(value), digits)
 
 
-def slowdown(utilization: Fraction | None, sharers: int) -> Fraction:
-    """How much longer a job runs when `sharers` jobs' GPU demands add up (first-order: no switch overhead)."""
-    if utilization is None:
-        return Fraction(1)
-    return max(Fraction(1), utilization * sharers)
-
-
-def split_evenly(total: int, parts: int) -> list[int]:
-    """`total` jobs over `parts` bursts, the first bursts taking the remainder."""
-    quotient, remainder = divmod(total, parts)
-    return [quotient + (1 if i < remainder else 0) for i in range(parts)]
-
-
-@dataclass(frozen=True)
-class QueuedJob:
-    """One job waiting in a pool's queue: how long it runs alone, and how much of the GPU it keeps busy."""
-
-    minutes: Fraction
-    utilization: Fraction | None
-
-
-def drain_burst(
-    jobs: list[QueuedJob],
-    *,
-    jobs_per_node: int,
-    max_size: int,
-    warm_nodes: int,
-    mps_replicas: int | None,
-    cold_start_minutes: Fraction,
-    unneeded_minutes: Fraction,
-    delay_after_add_minutes: Fraction,
-    gpus_per_node: int = 1,
-) -> BurstRun:
-    """Drain one pool's burst in waves (see the module docstring); jobs in queue order."""
-    if not jobs:
-        return BurstRun(0, 0, 0, Fraction(0), Fraction(0))
-    per_wave = jobs_per_node * max_size
-    nodes = min(max_size, math.ceil(len(jobs) / jobs_per_node))
-    start = Fraction(0) if nodes <= warm_nodes else cold_start_minutes
-    clock, last_end = start, [Fraction(0)] * nodes
-    waves = [jobs[i : i + per_wave] for i in range(0, len(jobs), per_wave)]
-    for wave in waves:
-        on_nodes = [wave[i : i + jobs_per_node] for i in range(0, len(wave), jobs_per_node)]
-        length = max(
-            job.minutes * slowdown(job.utilization, mps_replicas or math.ceil(len(node_jobs) / gpus_per_node))
-            for node_jobs in on_nodes
-            for job in node_jobs
-        )
-        clock += length
-        for index in range(len(on_nodes)):
-            last_end[index] = clock
-    billed = sum(
-        (max(last_end[i] + unneeded_minutes, delay_after_add_minutes) for i in range(warm_nodes, nodes)),
-        Fraction(0),
-    )
-    return BurstRun(len(jobs), nodes, len(waves), clock, billed)
-
-
 def cost_report(platform: Platform) -> CostReport | None:
-    """The day of the spec's workload on the new setup and on the old one; None without a workload."""
-    spec = platform.spec
-    workload = spec.workload
+    """The simulated day of the spec's workload, new setup and old; None without a workload."""
+    workload = platform.spec.workload
     if workload is None:
         return None
-    loads = {name: load for name, load in sorted(workload.profiles.items()) if name in spec.profiles}
-    profiles = tuple(
-        ProfileLoad(
-            profile=name,
-            pool=spec.profiles[name].pool,
-            jobs_per_day=load.jobs_per_day,
-            minutes_alone=exact(load.minutes_per_job),
-            minutes_full_node=exact(load.minutes_per_job)
-            * slowdown(_utilization(load), _sharers(platform.pools[spec.profiles[name].pool])),
+    jobs = workload_jobs(platform)
+    result = simulate(scenario(platform, jobs))
+    return CostReport(
+        batches_per_day=workload.batches_per_day,
+        profiles=_profiles(platform, jobs, result),
+        pools=_pools(platform, result),
+        baseline=_baseline(platform, jobs),
+        failed_by_reason=dict(result.failed_by_reason),
+        makespan_minutes=largest_burst(jobs, result),
+        longest_wait_minutes=result.longest_wait,
+    )
+
+
+def largest_burst(jobs: list[PlannedJob], result: SimResult) -> Fraction:
+    """The longest burst: from its jobs' queueing to the last one's end (failed ones included)."""
+    ends: dict[Fraction, Fraction] = defaultdict(Fraction)
+    for job, outcome in zip(jobs, result.jobs, strict=True):
+        ends[job.created_minute] = max(ends[job.created_minute], outcome.finished - job.created_minute)
+    return max(ends.values(), default=Fraction(0))
+
+
+def _profiles(platform: Platform, jobs: list[PlannedJob], result: SimResult) -> tuple[ProfileLoad, ...]:
+    workload = platform.spec.workload
+    assert workload is not None
+    runs: dict[str, list[Fraction]] = defaultdict(list)
+    for job, outcome in zip(jobs, result.jobs, strict=True):
+        if outcome.outcome == "success" and outcome.started is not None:
+            runs[job.profile].append(outcome.finished - outcome.started)
+    loads = []
+    for name, load in sorted(workload.profiles.items()):
+        if name not in platform.profiles:
+            continue
+        alone = Fraction(str(load.minutes_per_job))
+        ran = runs[name]
+        loads.append(
+            ProfileLoad(
+                profile=name,
+                pool=platform.profiles[name].pool,
+                jobs_per_day=load.jobs_per_day,
+                minutes_alone=alone,
+                minutes_as_run=sum(ran, Fraction(0)) / len(ran) if ran else alone,
+            )
         )
-        for name, load in loads.items()
-    )
-    pools = tuple(
-        _pool_day(platform, workload, pool, {p: loads[p] for p in pool.profiles if p in loads})
-        for pool in platform.pools.values()
-    )
-    return CostReport(workload.batches_per_day, profiles, pools, _baseline(platform, workload, loads))
+    return tuple(loads)
 
 
-def _utilization(load: ProfileLoadSpec) -> Fraction | None:
-    return exact(load.gpu_utilization) if load.gpu_utilization is not None else None
-
-
-def _mps_replicas(pool: Pool) -> int | None:
-    return pool.sharing.replicas_per_gpu if pool.sharing.caps_compute else None
-
-
-def _sharers(pool: Pool) -> int:
-    """Jobs on one GPU of a full node (MPS: its replicas): what a job's slowdown is computed against."""
-    return _mps_replicas(pool) or max(1, math.ceil(pool.jobs_per_node / max(1, pool.node.gpus)))
-
-
-def _pool_day(platform: Platform, workload: WorkloadSpec, pool: Pool, loads: dict[str, ProfileLoadSpec]) -> PoolDay:
-    name, node, jobs_per_node = pool.name, pool.node, pool.jobs_per_node
-    autoscaler = platform.spec.cluster.autoscaler
-    unneeded = Fraction(duration_seconds(autoscaler.scale_down_unneeded_time), 60)
-    splits = {profile: split_evenly(load.jobs_per_day, workload.batches_per_day) for profile, load in loads.items()}
-    bursts = tuple(
-        drain_burst(
-            [
-                QueuedJob(exact(load.minutes_per_job), _utilization(load))
-                for profile, load in loads.items()
-                for _ in range(splits[profile][burst])
-            ],
-            jobs_per_node=max(1, jobs_per_node),
-            max_size=pool.max_size,
-            warm_nodes=pool.min_size,
-            gpus_per_node=max(1, node.gpus),
-            mps_replicas=_mps_replicas(pool),
-            cold_start_minutes=Fraction(pool.cold_start_minutes),
-            unneeded_minutes=unneeded,
-            delay_after_add_minutes=Fraction(duration_seconds(autoscaler.scale_down_delay_after_add), 60),
+def _pools(platform: Platform, result: SimResult) -> tuple[PoolDay, ...]:
+    simulated = {p.name: p for p in result.pools}
+    days = []
+    for pool in platform.pools.values():
+        run = simulated.get(pool.name)
+        days.append(
+            PoolDay(
+                pool=pool.name,
+                node_type=pool.node_type,
+                jobs_per_node=pool.jobs_per_node,
+                slots=pool.slots,
+                eur_per_hour=pool.eur_per_hour,
+                scaled_node_hours=Fraction(run.scaled_node_minutes, 60) if run else Fraction(0),
+                always_on_node_hours=Fraction(24 * pool.min_size),
+                peak_pods=run.peak_pods if run else 0,
+            )
         )
-        for burst in range(workload.batches_per_day)
-    )
-    scaled_minutes = sum((b.billed_node_minutes for b in bursts), Fraction(0))
-    longest_span = max((b.drain_minutes + unneeded for b in bursts if b.jobs), default=Fraction(0))
-    return PoolDay(
-        pool=name,
-        node_type=pool.node_type,
-        jobs_per_node=jobs_per_node,
-        max_size=pool.max_size,
-        eur_per_hour=node.eur_per_hour,
-        bursts=bursts,
-        scaled_node_hours=scaled_minutes / 60,
-        always_on_node_hours=Fraction(24 * pool.min_size),
-        bursts_overlap=longest_span * workload.batches_per_day > MINUTES_PER_DAY,
-    )
+    return tuple(days)
 
 
-def _baseline(platform: Platform, workload: WorkloadSpec, loads: dict[str, ProfileLoadSpec]) -> Baseline:
+def _baseline(platform: Platform, jobs: list[PlannedJob]) -> Baseline:
+    """The same day on one always-on node, one job at a time (simulated too: jobs queue in GitLab)."""
     spec = platform.spec
+    workload = spec.workload
+    assert workload is not None
     baseline = workload.baseline
-    splits = {profile: split_evenly(load.jobs_per_day, workload.batches_per_day) for profile, load in loads.items()}
-    burst_minutes = [
-        sum((splits[p][burst] * exact(load.minutes_per_job) for p, load in loads.items()), Fraction(0))
-        for burst in range(workload.batches_per_day)
-    ]
-    price = spec.catalog[baseline.node_type].eur_per_hour
-    price += sum((spec.catalog[t].eur_per_hour for t in baseline.idle_node_types), Fraction(0))
+    catalog = spec.catalog
+    node = catalog[baseline.node_type]
+    pool = SimPool(baseline.node_type, 1, 1, 1, 1, 0, node.eur_per_hour, 0, 0)
+    runner = SimRunner("old", frozenset({"old"}), frozenset({pool.name}), 1, MINUTES_PER_DAY, MINUTES_PER_DAY)
+    old_jobs = tuple(
+        SimJob(index, job.name, frozenset({"old"}), pool.name, job.minutes, created_minute=job.created_minute)
+        for index, job in enumerate(jobs, start=1)
+    )
+    result = simulate(Scenario(pools=(pool,), runners=(runner,), jobs=old_jobs))
+    price = node.eur_per_hour + sum((catalog[t].eur_per_hour for t in baseline.idle_node_types), Fraction(0))
     return Baseline(
         node_type=baseline.node_type,
         idle_node_types=baseline.idle_node_types,
         eur_per_day=price * 24,
-        busy_hours_per_day=sum(burst_minutes, Fraction(0)) / 60,
-        drain_minutes=max(burst_minutes, default=Fraction(0)),
+        busy_hours_per_day=sum((job.minutes for job in jobs), Fraction(0)) / 60,
+        makespan_minutes=largest_burst(jobs, result),
     )
 
 

@@ -292,6 +292,8 @@ def derive(spec: PlatformSpec) -> Platform:
         problems = _runner_problems(spec, pools, runners) + _routing_problems(spec, profiles, runners, default)
     if problems:
         raise SpecError(problems)
+    warnings = [p for p in checks if p.severity == "warning"]
+    warnings += _timeout_warnings(spec, pools) + _policy_warnings(spec, pools, runners)
     return Platform(
         spec=spec,
         pools=pools,
@@ -299,8 +301,74 @@ def derive(spec: PlatformSpec) -> Platform:
         runners=runners,
         default_pool=default,
         manager_pool=manager,
-        warnings=tuple(p for p in checks if p.severity == "warning"),
+        warnings=tuple(warnings),
     )
+
+
+POLICY_MIN_POLL_TIMEOUT_SECONDS = 900
+"""The policy pack's default `min_poll_timeout_seconds` (policy/policies.py, runner-poll-timeout-covers-cold-start)."""
+
+
+def _policy_warnings(spec: PlatformSpec, pools: dict[str, Pool], runners: dict[str, Runner]) -> list[Problem]:
+    """Values the spec allows but the policy pack refuses with its default config: said at their key, so a
+    green plan is a green preview (the pack's config can allow them: policy/README.md)."""
+    warnings = []
+    for name, pool in pools.items():
+        if pool.is_gpu and pool.min_size >= 1:
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "min_size"),
+                    pool.min_size,
+                    "an always-on GPU pool bills around the clock: the policy pack (gpu-pool-scales-to-zero) refuses "
+                    "it unless its config lists the pool in always_on_pools",
+                    "warning",
+                )
+            )
+    for name, runner in runners.items():
+        if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS:
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "cold_start_minutes"),
+                    pools[name].cold_start_minutes,
+                    f"+ poll_timeout_margin_minutes={spec.runner.poll_timeout_margin_minutes} gives a poll_timeout of "
+                    f"{runner.poll_timeout_seconds} s, below the policy pack's {POLICY_MIN_POLL_TIMEOUT_SECONDS} s "
+                    "(runner-poll-timeout-covers-cold-start): a GPU node from zero takes longer",
+                    "warning",
+                )
+            )
+    if spec.registry.is_public and not spec.registry.existing:
+        warnings.append(
+            Problem(
+                key_path("registry", "is_public"),
+                True,
+                "the policy pack (registry-namespace-private) refuses a public namespace unless its config lists it "
+                "in allowed_public_namespaces",
+                "warning",
+            )
+        )
+    return warnings
+
+
+def _timeout_warnings(spec: PlatformSpec, pools: dict[str, Pool]) -> list[Problem]:
+    """A job's timeout counts its wait for a node: a workload job as long as the timeout minus a cold start fails."""
+    if spec.workload is None:
+        return []
+    warnings = []
+    for name, load in sorted(spec.workload.profiles.items()):
+        pool = pools.get(spec.profiles[name].pool) if name in spec.profiles else None
+        if pool is None:
+            continue
+        if 60 * (pool.cold_start_minutes + load.minutes_per_job) >= spec.runner.job_timeout_seconds:
+            warnings.append(
+                Problem(
+                    key_path("workload", "profiles", name, "minutes_per_job"),
+                    load.minutes_per_job,
+                    f"+ the pool's {pool.cold_start_minutes}-min cold start reaches the runner's job timeout "
+                    f"{spec.runner.job_timeout}, which counts the wait for a node: such jobs fail",
+                    "warning",
+                )
+            )
+    return warnings
 
 
 def _pool(spec: PlatformSpec, name: str, fits: list[ProfileFit]) -> Pool:
@@ -336,7 +404,7 @@ def _runner(spec: PlatformSpec, pool: Pool, default: str) -> Runner:
     is_default = pool.name == default
     tags = spec.runner.tags if is_default else spec.runner.pool_tags
     own = [spec.profiles[name] for name in pool.profiles]
-    sizes = {r.field: _largest(own, r.field) for r in JOB_RESOURCES}
+    sizes: dict[str, Quantity] = {r.field: _largest(own, r.field) for r in JOB_RESOURCES}
     release = RELEASE_NAME if is_default else f"{RELEASE_NAME}-{pool.name}"
     return Runner(
         pool=pool.name,

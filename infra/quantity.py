@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
-_QUANTITY = re.compile(rf"^(?P<number>{_NUMBER})(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+_QUANTITY = re.compile(rf"(?P<number>{_NUMBER})(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?")
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -35,19 +35,37 @@ class QuantityError(ValueError):
     """A string that is not a quantity of the expected kind; the message says why."""
 
 
+MAX_QUANTITY_TEXT = 64
+"""Longest quantity string taken: far beyond any real one, short enough that parsing stays instant."""
+MAX_MILLI_UNITS = 2**63 - 1
+"""Kubernetes keeps a quantity as int64 milli-units (cores or bytes x 1000); larger ones it cannot represent."""
+_MAX_EXPONENT = 40
+"""|exponent| of a `1e<n>` suffix worth computing (checked before computing 10**n, so `1e999999999` is refused
+at once): 10**40 is far past int64 milli-units, 10**-40 far below one milli-unit."""
+
+
 def _parse(text: object, kind: str) -> tuple[Fraction, str]:
     if not isinstance(text, (str, int)) or isinstance(text, bool):
         raise QuantityError(f"must be a {kind} quantity string, not {type(text).__name__}")
-    raw = str(text)
-    match = _QUANTITY.match(raw)
+    raw = str(text) if isinstance(text, str) or text.bit_length() < 256 else "9" * (MAX_QUANTITY_TEXT + 1)
+    if len(raw) > MAX_QUANTITY_TEXT:
+        raise QuantityError(f"not a Kubernetes {kind} quantity (longer than {MAX_QUANTITY_TEXT} characters)")
+    match = _QUANTITY.fullmatch(raw)
     if match is None:
         hint = " (negative values are not allowed)" if raw.startswith("-") else ""
         raise QuantityError(f"not a Kubernetes {kind} quantity{hint}")
     suffix = match["suffix"] or ""
     number = Fraction(match["number"])
     if len(suffix) > 1 and suffix[0] in "eE" and suffix not in _BINARY:  # an exponent; "E" is exa, "Ei" exbi
-        return number * Fraction(10) ** int(suffix[1:]), suffix
-    return number * (_BINARY.get(suffix) or _DECIMAL[suffix]), suffix
+        exponent = int(suffix[1:])  # at most 64 digits: cheap; 10**exponent is only computed once bounded
+        if exponent > _MAX_EXPONENT:
+            raise QuantityError(f"exponent {exponent} is too large: Kubernetes keeps quantities as int64 milli-units")
+        if exponent < -_MAX_EXPONENT:
+            return Fraction(0), suffix  # below any unit: refused as zero by the callers
+        value = number * Fraction(10) ** exponent
+    else:
+        value = number * (_BINARY.get(suffix) or _DECIMAL[suffix])
+    return value, suffix
 
 
 @dataclass(frozen=True, order=False)

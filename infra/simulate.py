@@ -100,6 +100,8 @@ MAX_MINUTES = 30 * 24 * 60
 GITLAB_PENDING_OUTDATED_MINUTES = 24 * 60
 GITLAB_PENDING_STUCK_MINUTES = 60
 
+Minutes = float | Fraction
+"""A time or duration in minutes: a float is read as the decimal it prints, a Fraction exactly."""
 Strategy = Literal["rolling", "recreate"]
 Outcome = Literal["success", "failed"]
 
@@ -121,13 +123,13 @@ class SimPool:
     """The pool's max_size: the autoscaler never goes beyond it."""
     warm_nodes: int
     """The pool's min_size: nodes up and ready at minute 0, never removed."""
-    cold_start_minutes: float
+    cold_start_minutes: Minutes
     """From the autoscaler's trigger to a node ready to run a pod (instance boot, GPU operator, image pull)."""
     eur_per_node_hour: Fraction
     """The node type's price per hour, billed per started minute."""
-    scale_down_unneeded_minutes: float
+    scale_down_unneeded_minutes: Minutes
     """The autoscaler's scale_down_unneeded_time: how long a node stays empty before removal."""
-    scale_down_delay_after_add_minutes: float
+    scale_down_delay_after_add_minutes: Minutes
     """The autoscaler's scale_down_delay_after_add: no removal sooner than this after the node's creation."""
     mps: bool = False
     """GPU sharing by MPS: each job is capped at 1/replicas of its GPU (else time-slicing, or no sharing)."""
@@ -146,9 +148,9 @@ class SimRunner:
     """Pools its job pods may be sent to (node_selector_overwrite_allowed); a job for another pool fails."""
     concurrent: int
     """Slots per manager (config.toml `concurrent`); a slot is held while the pod is Pending too."""
-    poll_timeout_minutes: float
+    poll_timeout_minutes: Minutes
     """[runners.kubernetes] poll_timeout: how long a pod may stay Pending before the job fails."""
-    job_timeout_minutes: float
+    job_timeout_minutes: Minutes
     """The job timeout (project or runner maximum), counted from the moment the job is taken."""
     upgrade_strategy: Strategy = "rolling"
     """The manager Deployment's strategy: `rolling` (chart default) or `recreate`."""
@@ -164,11 +166,11 @@ class SimJob:
     tags: frozenset[str]
     pool: str
     """Where its pod is sent (its node selector)."""
-    minutes: float
+    minutes: Minutes
     """Run time alone on its GPU."""
-    gpu_utilization: float | None = None
+    gpu_utilization: float | Fraction | None = None
     """The fraction of its GPU the job keeps busy when alone (0 < u <= 1); None: sharing is free."""
-    created_minute: float = 0
+    created_minute: Minutes = 0
     """When the job becomes pending in GitLab (a pipeline's stage, a burst of the day)."""
 
 
@@ -176,7 +178,7 @@ class SimJob:
 class Upgrade:
     """A manager upgrade (helm upgrade that changes the manager pod) at a minute, of one runner or all."""
 
-    at_minute: float
+    at_minute: Minutes
     runner: str | None = None
 
 
@@ -188,7 +190,7 @@ class Scenario:
     runners: tuple[SimRunner, ...]
     jobs: tuple[SimJob, ...]
     upgrades: tuple[Upgrade, ...] = ()
-    manager_restart_minutes: float = 1
+    manager_restart_minutes: Minutes = 1
     """From the manager pod's creation to it taking jobs (image pull, registration check)."""
 
 

@@ -34,6 +34,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import UnknownValueError
+from yaml import YAMLError, safe_load  # PyYAML: a dependency of the pulumi SDK the pack pins
 
 PACK_NAME = "gpu-ci"
 
@@ -41,6 +42,12 @@ PACK_NAME = "gpu-ci"
 POOL_TYPES = frozenset({"scaleway:kubernetes/pool:Pool", "scaleway:index/kubernetesNodePool:KubernetesNodePool"})
 CLUSTER_TYPES = frozenset({"scaleway:kubernetes/cluster:Cluster", "scaleway:index/kubernetesCluster:KubernetesCluster"})
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+ROLE_TYPES = frozenset(
+    {"kubernetes:rbac.authorization.k8s.io/v1:Role", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"}
+)
+RUNNER_REGISTRATION_TYPES = frozenset({"gitlab:index/userRunner:UserRunner", "gitlab:index/runner:Runner"})
 VARIABLE_TYPES = frozenset(
     {
         "gitlab:index/projectVariable:ProjectVariable",
@@ -83,6 +90,21 @@ SECURITY_CONTEXTS = (
     "init_permissions_container_security_context",
 )
 PRIVILEGED_CAPABILITIES = frozenset({"ALL", "SYS_ADMIN", "CAP_SYS_ADMIN"})
+"""Capabilities that make a container root on the node; any other added one needs allowed_capabilities too."""
+HOST_NAMESPACE_KEYS = ("hostPID", "hostNetwork", "hostIPC")
+"""Pod fields that share a host namespace with the job: the node's processes, network or IPC."""
+IDENTITY_OVERRIDES = (
+    "service_account_overwrite_allowed",
+    "bearer_token_overwrite_allowed",
+    "namespace_overwrite_allowed",
+)
+"""config.toml keys that let a job's variables pick its Kubernetes identity or namespace."""
+MATCH_ALL_IMAGES = frozenset({"*", "**", "*/*", "**/*", "*:*", "**/*:*"})
+"""`allowed_images` / `allowed_services` entries that admit every image (a bare wildcard)."""
+POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_LEVELS = frozenset({"baseline", "restricted"})
+ACCESS_LEVELS = ["not_protected", "ref_protected"]
+"""GitLab runner access levels: `ref_protected` takes jobs of protected branches and tags only."""
 
 PUBLIC_CANNED_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read"})
 PUBLIC_GRANTEE_GROUPS = ("/global/AllUsers", "/global/AuthenticatedUsers")
@@ -308,13 +330,21 @@ def runner_poll_timeout_covers_cold_start(args: ResourceValidationArgs, report_v
             )
 
 
-def _privileged_settings(kubernetes: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    """(key path, value) of every setting that would run a job container privileged or let it escalate."""
-    for key in ("privileged", "allow_privilege_escalation"):
+def _added_capabilities(value: Any, allowed: frozenset[str]) -> list[str] | None:
+    """The added capabilities (upper-cased) if any is privileged or not allowed, else None."""
+    added = [str(c).upper() for c in _seq(value)]
+    if any(c in PRIVILEGED_CAPABILITIES or c.removeprefix("CAP_") not in allowed for c in added):
+        return added
+    return None
+
+
+def _privileged_settings(kubernetes: Mapping[str, Any], allowed: frozenset[str]) -> Iterator[tuple[str, Any]]:
+    """(key path, value) of every config.toml setting that would run a job container privileged, let it
+    escalate, add a capability, reach the host or mount the service account's API token."""
+    for key in ("privileged", "allow_privilege_escalation", "automount_service_account_token"):
         if kubernetes.get(key) is True:
             yield key, True
-    added = [str(c).upper() for c in _seq(kubernetes.get("cap_add"))]
-    if PRIVILEGED_CAPABILITIES & set(added):
+    if (added := _added_capabilities(kubernetes.get("cap_add"), allowed)) is not None:
         yield "cap_add", added
     for context in SECURITY_CONTEXTS:
         settings = kubernetes.get(context)
@@ -324,29 +354,246 @@ def _privileged_settings(kubernetes: Mapping[str, Any]) -> Iterator[tuple[str, A
             if settings.get(key) is True:
                 yield f"{context}.{key}", True
         capabilities = settings.get("capabilities")
-        added = [str(c).upper() for c in _seq(capabilities.get("add") if isinstance(capabilities, Mapping) else None)]
-        if PRIVILEGED_CAPABILITIES & set(added):
+        add = capabilities.get("add") if isinstance(capabilities, Mapping) else None
+        if (added := _added_capabilities(add, allowed)) is not None:
             yield f"{context}.capabilities.add", added
+    for index, patch in enumerate(_seq(kubernetes.get("pod_spec"))):
+        if isinstance(patch, Mapping):
+            yield from _patch_settings(patch, f"pod_spec[{patch.get('name') or index}]", allowed)
+
+
+def _patch_settings(patch: Mapping[str, Any], where: str, allowed: frozenset[str]) -> Iterator[tuple[str, Any]]:
+    """What a `pod_spec` patch (strategic, merge or JSON, written as YAML or JSON) sets that is dangerous."""
+    if patch.get("patch_path"):
+        yield f"{where}.patch_path", patch.get("patch_path")  # a file on the manager: nothing to judge
+        return
+    try:
+        document = safe_load(str(patch.get("patch") or "")) or {}
+    except YAMLError:
+        yield f"{where}.patch", "unreadable YAML/JSON"
+        return
+    if patch.get("patch_type") == "json" and isinstance(document, list):  # RFC 6902 operations
+        for operation in document:
+            if isinstance(operation, Mapping) and operation.get("op") in ("add", "replace"):
+                key = str(operation.get("path") or "").rsplit("/", 1)[-1]
+                yield from _dangerous_pod_fields({key: operation.get("value")}, f"{where}.patch", allowed)
+    else:
+        yield from _dangerous_pod_fields(document, f"{where}.patch", allowed)
+
+
+def _dangerous_pod_fields(node: Any, path: str, allowed: frozenset[str]) -> Iterator[tuple[str, Any]]:
+    """Pod-spec fields (camelCase, anywhere in a patch) that make a job privileged or reach the host."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            here = f"{path}.{key}"
+            flags = ("privileged", "allowPrivilegeEscalation", "automountServiceAccountToken", *HOST_NAMESPACE_KEYS)
+            if key in flags and value is True:
+                yield here, True
+            elif key == "hostPath" and value is not None:
+                yield here, _known(value, "path") or value
+            elif key == "capabilities" and isinstance(value, Mapping):
+                if (added := _added_capabilities(value.get("add"), allowed)) is not None:
+                    yield f"{here}.add", added
+            else:
+                yield from _dangerous_pod_fields(value, here, allowed)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _dangerous_pod_fields(item, f"{path}[{index}]", allowed)
 
 
 def runner_job_pods_unprivileged(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    """Job pods are not privileged and cannot escalate: a CI job runs code from any branch of the project.
+    """Job pods are not privileged, cannot escalate, add no capability, share no host namespace or path,
+    and get no service-account token: a CI job runs code from any branch of the project.
 
-    Why: a privileged job container is root on the node, and from there on everything the node can reach
-    (other jobs' secrets, the kubelet's credentials).
+    Why: a privileged job container (or one with hostPID, hostNetwork, a hostPath mount or an added
+    capability) is root on the node, and from there on everything the node can reach (other jobs'
+    secrets, the kubelet's credentials); a mounted token lets a job call the Kubernetes API. Checked in
+    config.toml and in every `pod_spec` patch, which the runner applies on top of it.
     """
     if not _runner_release(args):
         return
+    allowed = frozenset(str(c).upper().removeprefix("CAP_") for c in _seq(_config(args, "allowed_capabilities", [])))
     for where, entry in _runner_entries(args, lambda *_: None):  # unreadable TOML is the poll-timeout rule's
         kubernetes = entry.get("kubernetes")
         if not isinstance(kubernetes, Mapping):
             continue
-        for key, value in _privileged_settings(kubernetes):
+        for key, value in _privileged_settings(kubernetes, allowed):
             report_violation(
                 f"{where}: kubernetes.{key}={_show(value)}: job pods must not be privileged or escalate "
                 "privileges (a job would be root on the GPU node)",
                 None,
             )
+
+
+def runner_no_identity_overrides(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No job may choose its service account, bearer token or namespace (`*_overwrite_allowed` unset).
+
+    Why: with them a job's variables pick another service account (and its RBAC), present another bearer
+    token to the Kubernetes API, or run its pod in another namespace, outside the runner's isolation.
+    """
+    if not _runner_release(args):
+        return
+    for where, entry in _runner_entries(args, lambda *_: None):
+        kubernetes = entry.get("kubernetes")
+        if not isinstance(kubernetes, Mapping):
+            continue
+        for key in IDENTITY_OVERRIDES:
+            value = kubernetes.get(key)
+            if value not in (None, False, ""):
+                report_violation(
+                    f"{where}: kubernetes.{key}={_show(value)}: a job must not choose its service account, "
+                    "bearer token or namespace; remove the key",
+                    None,
+                )
+
+
+def runner_job_isolation(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Each runner states its job isolation explicitly: `allowed_images` (non-empty, no bare `*`),
+    `allowed_services` (no bare `*`), `cap_drop` with ALL, `privileged = false` and
+    `automount_service_account_token = false`.
+
+    Why: without `allowed_images` a job runs any image (one `.gitlab-ci.yml` line away from a crafted
+    one); without `cap_drop = ["ALL"]` the container keeps the runtime's default capabilities (NET_RAW,
+    ...); the explicit `false`s keep a change of the runner's defaults from widening the pod.
+    """
+    if not _runner_release(args):
+        return
+    for where, entry in _runner_entries(args, lambda *_: None):
+        kubernetes = entry.get("kubernetes")
+        if entry.get("executor") != "kubernetes" and not isinstance(kubernetes, Mapping):
+            continue
+        settings = kubernetes if isinstance(kubernetes, Mapping) else {}
+        for key in ("allowed_images", "allowed_services"):
+            value = settings.get(key)
+            wide = [v for v in _seq(value) if str(v).strip() in MATCH_ALL_IMAGES]
+            if not isinstance(value, list) or (key == "allowed_images" and not value) or wide:
+                report_violation(
+                    f"{where}: kubernetes.{key}={_show(value)}: list the images jobs may use (no bare '*'), "
+                    "so a job cannot run an arbitrary image",
+                    None,
+                )
+        if "ALL" not in [str(c).upper() for c in _seq(settings.get("cap_drop"))]:
+            report_violation(
+                f"{where}: kubernetes.cap_drop={_show(settings.get('cap_drop'))}: drop ALL capabilities "
+                '(cap_drop = ["ALL"]); the runtime\'s defaults include NET_RAW',
+                None,
+            )
+        for key in ("privileged", "automount_service_account_token"):
+            if settings.get(key) is not False:
+                report_violation(
+                    f"{where}: kubernetes.{key}={_show(settings.get(key))}: set it to false explicitly", None
+                )
+
+
+def _wildcard_rules(rules: Any) -> list[str]:
+    """`apiGroups/resources/verbs` of RBAC rules that grant `*`, shown as `rules[i].field`."""
+    found = []
+    for index, rule in enumerate(_seq(rules)):
+        if isinstance(rule, Mapping):
+            for field in ("apiGroups", "resources", "verbs"):
+                if "*" in [str(v) for v in _seq(rule.get(field))]:
+                    found.append(f"rules[{index}].{field}")
+    return found
+
+
+def rbac_least_privilege(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """No Role or ClusterRole, and no runner chart's `rbac.rules`, grants `*` (resources, verbs or API groups);
+    a runner release that creates RBAC lists its rules (the chart's default is every verb on every resource).
+
+    Why: the manager's token creates job pods; with `*` it also reads every Secret of its namespace and
+    creates anything, which a job that reaches the token turns into the cluster.
+    """
+    if args.resource_type in ROLE_TYPES:
+        for field in _wildcard_rules(args.props.get("rules")):
+            report_violation(
+                f"{args.resource_type.rsplit(':', 1)[-1]} '{_known(args.props, 'metadata', 'name') or args.name}': "
+                f"{field} contains '*': grant the resources and verbs the workload needs, by name",
+                None,
+            )
+        return
+    if not _runner_release(args):
+        return
+    values = args.props.get("values")
+    rbac = values.get("rbac") if isinstance(values, Mapping) else None
+    if not isinstance(rbac, Mapping) or rbac.get("create") is False:
+        return
+    where = f"Helm release '{_name(args)}' ({RUNNER_CHART})"
+    if not _seq(rbac.get("rules")):
+        report_violation(
+            f"{where}: values.rbac.rules=unset: the chart's default Role grants every verb on every core "
+            "resource; list the Kubernetes executor's rules",
+            None,
+        )
+    for field in _wildcard_rules(rbac.get("rules")):
+        report_violation(
+            f"{where}: values.rbac.{field} contains '*': grant the resources and verbs the runner needs, by name",
+            None,
+        )
+
+
+def runner_registration_scoped(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The GitLab runner registration takes tagged jobs only, a project runner is locked to its project,
+    and its access level is one the policy config allows.
+
+    Why: an untagged runner takes any job of any project that can use it (the GPU nodes become everyone's
+    shared runner); an unlocked project runner can be enabled by any Maintainer of another project;
+    `not_protected` lets jobs of every branch run there, which a stack may forbid (`allowed_access_levels`).
+    """
+    if args.resource_type not in RUNNER_REGISTRATION_TYPES:
+        return
+    props, where = args.props, f"GitLab runner '{_known(args.props, 'description') or args.name}'"
+    untagged = props.get("untagged") if args.resource_type.endswith("UserRunner") else props.get("runUntagged")
+    if untagged is not False:
+        report_violation(f"{where}: untagged={_show(untagged)}: set untagged: false (tagged jobs only)", None)
+    runner_type = _known(props, "runnerType")
+    if runner_type == "project_type" and props.get("locked") is not True:
+        report_violation(
+            f"{where}: locked={_show(props.get('locked'))}: a project runner must be locked to its project", None
+        )
+    level = props.get("accessLevel")
+    allowed = [str(a) for a in _seq(_config(args, "allowed_access_levels", ACCESS_LEVELS))]
+    if level not in allowed:
+        report_violation(
+            f"{where}: accessLevel={_show(level)}: allowed are {allowed} (this policy's allowed_access_levels; "
+            "gpu-ci: platform.runner.access_level)",
+            None,
+        )
+
+
+def kapsule_pool_protected(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every Kapsule pool is protected: a replacement (node type, zone) deletes it first, with its jobs.
+
+    Why: a pool's replacement is delete-then-create (one pool name, the one job routing selects on), so
+    its running jobs are lost; on `system` it evicts the only runner manager.
+    """
+    if args.resource_type not in POOL_TYPES or not args.props:
+        return
+    if not args.opts.protect:
+        report_violation(
+            f"Kapsule pool '{_name(args)}': protect={args.opts.protect}: pools must be protected; a node-type "
+            "change goes through a new pool (docs/security.md, 'Safe replacements')",
+            None,
+        )
+
+
+def namespace_pod_security(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Every namespace the stack creates enforces the Pod Security Standard `baseline` or `restricted`.
+
+    Why: the admission controller then refuses privileged pods, host namespaces and hostPath mounts in
+    it, whatever a runner config or a pod_spec patch asks for: a second wall behind the runner's own.
+    """
+    if args.resource_type != NAMESPACE_TYPE:
+        return
+    name = _known(args.props, "metadata", "name") or args.name
+    if name in _seq(_config(args, "exempt_namespaces", [])):
+        return
+    level = _known(args.props, "metadata", "labels", POD_SECURITY_ENFORCE_LABEL)
+    if level not in POD_SECURITY_LEVELS:
+        report_violation(
+            f"namespace '{name}': label {POD_SECURITY_ENFORCE_LABEL}={_show(level)}: set it to 'baseline' or "
+            "'restricted' so the API server refuses privileged job pods",
+            None,
+        )
 
 
 def runner_rbac_namespaced(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -550,6 +797,51 @@ def gpu_pool_config_exists(args: StackValidationArgs, report_violation: ReportVi
         )
 
 
+def _default_deny(props: Mapping[str, Any]) -> bool:
+    """A NetworkPolicy that selects every pod of its namespace and allows nothing, in and out."""
+    selector = _known(props, "spec", "podSelector")
+    every_pod = not selector or not any(_seq(_known(selector, k)) or _known(selector, k) for k in selector)
+    types = {str(t) for t in _seq(_known(props, "spec", "policyTypes"))}
+    rules = _seq(_known(props, "spec", "ingress")) + _seq(_known(props, "spec", "egress"))
+    return every_pod and {"Ingress", "Egress"} <= types and not rules
+
+
+def runner_namespace_default_deny(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """Each namespace the stack creates, and each runner release's namespace, has a default-deny
+    NetworkPolicy (empty podSelector, policyTypes Ingress and Egress, no rule); other policies then
+    allow what the runner needs.
+
+    Why: without it a job pod reaches every pod and service of the cluster (the GPU operator's, the
+    kubelet's metrics, other runners' jobs) and anything on the internet; one compromised job then
+    scans and attacks from inside the private network.
+    """
+    exempt = set(map(str, _seq(_config(args, "exempt_namespaces", []))))
+    wanted: dict[str, str | None] = {}
+    for resource in args.resources:
+        if resource.resource_type == NAMESPACE_TYPE:
+            name = _known(resource.props, "metadata", "name")
+            if isinstance(name, str):
+                wanted[name] = resource.urn
+        elif resource.resource_type == HELM_RELEASE_TYPE:
+            chart = _known(resource.props, "chart")
+            namespace = _known(resource.props, "namespace")
+            is_runner = isinstance(chart, str) and chart.rstrip("/").rsplit("/", 1)[-1] == RUNNER_CHART
+            if is_runner and isinstance(namespace, str) and namespace:
+                wanted.setdefault(namespace, resource.urn)
+    denied = {
+        _known(r.props, "metadata", "namespace")
+        for r in args.resources
+        if r.resource_type == NETWORK_POLICY_TYPE and _default_deny(r.props)
+    }
+    for namespace, urn in sorted(wanted.items()):
+        if namespace not in denied and namespace not in exempt:
+            report_violation(
+                f"namespace '{namespace}': no default-deny NetworkPolicy (empty podSelector, policyTypes "
+                "[Ingress, Egress], no rule): job pods could reach the whole cluster and the internet",
+                urn,
+            )
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The policies
 
@@ -592,9 +884,50 @@ RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
         ),
     ),
     ResourceValidationPolicy(
+        name="kapsule-pool-protected",
+        description="Kapsule pools are protected: a replacement would delete the pool, and its jobs, first.",
+        validate=kapsule_pool_protected,
+    ),
+    ResourceValidationPolicy(
         name="runner-job-pods-unprivileged",
-        description="The GitLab runner's job pods are not privileged and cannot escalate privileges.",
+        description="The GitLab runner's job pods are not privileged, add no capability, reach no host namespace "
+        "or path and mount no service-account token (config.toml and pod_spec patches).",
         validate=runner_job_pods_unprivileged,
+        config_schema=_schema(allowed_capabilities=_NAMES),
+    ),
+    ResourceValidationPolicy(
+        name="runner-no-identity-overrides",
+        description="No job may choose its service account, bearer token or namespace.",
+        validate=runner_no_identity_overrides,
+    ),
+    ResourceValidationPolicy(
+        name="runner-job-isolation",
+        description="Each runner sets allowed_images, allowed_services, cap_drop ALL, and privileged and "
+        "automount_service_account_token to false.",
+        validate=runner_job_isolation,
+    ),
+    ResourceValidationPolicy(
+        name="rbac-least-privilege",
+        description="No Role, ClusterRole or runner chart rbac.rules grants '*'; the runner's rules are listed.",
+        validate=rbac_least_privilege,
+    ),
+    ResourceValidationPolicy(
+        name="runner-registration-scoped",
+        description="GitLab runners take tagged jobs only, project runners are locked, the access level is allowed.",
+        validate=runner_registration_scoped,
+        config_schema=_schema(
+            allowed_access_levels={
+                "type": "array",
+                "items": {"type": "string", "enum": ACCESS_LEVELS},
+                "default": ACCESS_LEVELS,
+            }
+        ),
+    ),
+    ResourceValidationPolicy(
+        name="namespace-pod-security",
+        description="Namespaces the stack creates enforce the Pod Security Standard baseline or restricted.",
+        validate=namespace_pod_security,
+        config_schema=_schema(exempt_namespaces=_NAMES),
     ),
     ResourceValidationPolicy(
         name="runner-rbac-namespaced",
@@ -603,7 +936,8 @@ RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
     ),
     ResourceValidationPolicy(
         name="helm-release-atomic",
-        description="Helm releases are atomic with a timeout, so a failed upgrade rolls back.",
+        description="Helm releases are atomic with a timeout (a runner release may instead skip the await "
+        "with strategy Recreate).",
         validate=helm_release_atomic,
     ),
     ResourceValidationPolicy(
@@ -627,6 +961,12 @@ RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
 ]
 
 STACK_POLICIES: list[StackValidationPolicy] = [
+    StackValidationPolicy(
+        name="runner-namespace-default-deny",
+        description="Each namespace of the stack and of a runner release has a default-deny NetworkPolicy.",
+        validate=runner_namespace_default_deny,
+        config_schema=_schema(exempt_namespaces=_NAMES),
+    ),
     StackValidationPolicy(
         name="gpu-pool-config-exists",
         description="Each GPU pool's device-plugin config label names a key of the device-plugin ConfigMap.",

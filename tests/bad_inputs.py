@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-Edit = Callable[[dict[str, Any]], None]
+Edit = Callable[[dict[str, Any]], object]
+"""Changes the platform object in place (what it returns is ignored: lambdas may return a tuple)."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ SPEC_CASES = [
         "template-not-hidden",
         set_("profiles", "rl", "template", value="train-rl-base"),
         "platform.profiles.rl.template='train-rl-base': a hidden GitLab CI job name starts with '.', then a-z, "
-        "0-9, '-' or '_'",
+        "0-9, '-' or '_' (at most 255)",
     ),
     Bad(
         "new-node-type-without-figures",
@@ -232,7 +233,7 @@ SPEC_CASES = [
     Bad(
         "bad-operator-namespace",
         set_("gpu_operator", "namespace", value="Kube_System"),
-        "platform.gpu_operator.namespace='Kube_System': not a Kubernetes namespace name (a-z, 0-9 and '-', at most 63)",
+        "platform.gpu_operator.namespace='Kube_System': not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')",
     ),
     Bad(
         "workload-of-unknown-profile",
@@ -437,4 +438,294 @@ RUNNER_CI_CASES = [
 ]
 
 
-ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES]
+def _rename_pool(old: str, new: str) -> Edit:
+    """Rename a pool and every reference to it, so only the name itself is wrong."""
+
+    def edit(platform: dict[str, Any]) -> None:
+        platform["pools"][new] = platform["pools"].pop(old)
+        for profile in platform["profiles"].values():
+            if profile["pool"] == old:
+                profile["pool"] = new
+        if platform["runner"].get("default_pool") == old:
+            platform["runner"]["default_pool"] = new
+
+    return edit
+
+
+def _rename_profile(old: str, new: str) -> Edit:
+    """Rename a profile and its workload entry, so only the name itself is wrong."""
+
+    def edit(platform: dict[str, Any]) -> None:
+        platform["profiles"][new] = platform["profiles"].pop(old)
+        platform["workload"]["profiles"][new] = platform["workload"]["profiles"].pop(old)
+
+    return edit
+
+
+def _gpu_pools_of(nodes: int) -> Edit:
+    def edit(platform: dict[str, Any]) -> None:
+        for name in ("ci-compile", "ci-training"):
+            platform["pools"][name]["max_size"] = nodes
+
+    return edit
+
+
+def _many_pools(platform: dict[str, Any]) -> None:
+    for i in range(20_000):
+        platform["pools"][f"extra-{i}"] = {"node_type": "L4-1-24G", "zone": "fr-par-2"}
+
+
+def _many_variables(platform: dict[str, Any]) -> None:
+    platform["ci"]["variables"] = {f"V{i}": "x" for i in range(60_000)}
+
+
+HARDENING_CASES = [
+    Bad(
+        "template-trailing-newline",
+        set_("profiles", "rl", "template", value=".train-rl-base\n"),
+        "platform.profiles.rl.template='.train-rl-base\\n': a hidden GitLab CI job name starts with "
+        "'.', then a-z, 0-9, '-' or '_' (at most 255)",
+    ),
+    Bad(
+        "project-trailing-newline",
+        set_("gitlab", "project", value="ml-team/training\n"),
+        "platform.gitlab.project='ml-team/training\\n': not a project path like ml-team/training",
+    ),
+    Bad(
+        "pool-name-trailing-newline",
+        _rename_pool("ci-compile", "ci-compile\n"),
+        "platform.pools.'ci-compile\\n'='ci-compile\\n': pool name must be 1-63 of a-z, 0-9 and '-' "
+        "(it is a label value and part of the runner's node-selector regex)",
+    ),
+    Bad(
+        "runner-tag-trailing-newline",
+        set_("runner", "tags", value=["kapsule", "gpu\n"]),
+        "platform.runner.tags=['kapsule', 'gpu\\n']: tag 'gpu\\n' must be letters, digits, '_', '.' or '-'",
+    ),
+    Bad(
+        "duration-trailing-newline",
+        set_("cluster", "autoscaler", "scale_down_unneeded_time", value="5m\n"),
+        "platform.cluster.autoscaler.scale_down_unneeded_time='5m\\n': not a duration like 5m, 300s or 1h",
+    ),
+    Bad(
+        "jobs-per-day-huge",
+        set_("workload", "profiles", "rl", "jobs_per_day", value=100_000_000),
+        "platform.workload.profiles.rl.jobs_per_day=100000000: Input should be less than or equal "
+        "to 2000 (gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "batches-per-day-huge",
+        set_("workload", "batches_per_day", value=100_000_000),
+        "platform.workload.batches_per_day=100000000: Input should be less than or equal to 1440 "
+        "(gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "cpu-exponent-huge",
+        set_("profiles", "rl", "cpu_request", value="1e999999999"),
+        "platform.profiles.rl.cpu_request='1e999999999': exponent 999999999 is too large: "
+        "Kubernetes keeps quantities as int64 milli-units",
+    ),
+    Bad(
+        "cpu-limit-exponent",
+        set_("profiles", "rl", "cpu_limit", value="1e9999999"),
+        "platform.profiles.rl.cpu_limit='1e9999999': exponent 9999999 is too large: Kubernetes "
+        "keeps quantities as int64 milli-units",
+    ),
+    Bad(
+        "minutes-per-job-inf",
+        set_("workload", "profiles", "rl", "minutes_per_job", value=float("inf")),
+        "platform.workload.profiles.rl.minutes_per_job=inf: Input should be a finite number",
+    ),
+    Bad(
+        "minutes-per-job-nan",
+        set_("workload", "profiles", "rl", "minutes_per_job", value=float("nan")),
+        "platform.workload.profiles.rl.minutes_per_job=nan: Input should be a finite number",
+    ),
+    Bad(
+        "cold-start-float",
+        set_("pools", "ci-compile", "cold_start_minutes", value=1e30),
+        "platform.pools.ci-compile.cold_start_minutes=1e+30: Input should be a valid integer",
+    ),
+    Bad(
+        "integer-of-5000-digits",
+        set_("pools", "ci-compile", "max_size", value=10**5000 - 1),
+        "platform.pools.ci-compile.max_size=<an integer of about 5000 digits>: is too large a number for any setting",
+    ),
+    Bad(
+        "integer-of-5000-digits-for-a-name",
+        set_("cluster", "name", value=10**5000 - 1),
+        "platform.cluster.name=<an integer of about 5000 digits>: is too large a number for any setting",
+    ),
+    Bad(
+        "cold-start-huge",
+        set_("pools", "ci-compile", "cold_start_minutes", value=1_000_000_000),
+        "platform.pools.ci-compile.cold_start_minutes=1000000000: Input should be less than or "
+        "equal to 240 (gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "pool-max-huge",
+        set_("pools", "ci-training", "max_size", value=1_000_000_000),
+        "platform.pools.ci-training.max_size=1000000000: Input should be less than or equal to 100 "
+        "(gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "pools-above-quota",
+        _gpu_pools_of(60),
+        "platform.pools={ci-compile: 60, ci-training: 60, system: 1}: 121 nodes at max_size in "
+        "all, above gpu-ci's quota of 100 (docs/config-limits.md)",
+    ),
+    Bad(
+        "root-volume-float",
+        set_("pools", "ci-compile", "root_volume_size_gb", value=1e30),
+        "platform.pools.ci-compile.root_volume_size_gb=1e+30: Input should be a valid integer",
+    ),
+    Bad(
+        "cpu-limit-exa",
+        set_("profiles", "rl", "cpu_limit", value="1E"),
+        "platform.profiles.rl.cpu_limit='1E': is more than Kubernetes can represent (int64 milli-units)",
+    ),
+    Bad(
+        "cpu-limit-above-node",
+        set_("profiles", "rl", "cpu_limit", value="64"),
+        "platform.profiles.rl.cpu_limit='64': is larger than one L4-1-24G node's allocatable 7000m",
+    ),
+    Bad(
+        "memory-limit-above-node",
+        set_("profiles", "supervised", "memory_limit", value="200Gi"),
+        "platform.profiles.supervised.memory_limit='200Gi': is larger than one L40S-1-48G node's allocatable 92 GiB",
+    ),
+    Bad(
+        "memory-without-unit",
+        set_("profiles", "rl", "memory_request", value="3000"),
+        "platform.profiles.rl.memory_request='3000': is below 1Mi: a quantity without a unit is "
+        "bytes (did you mean 3000Mi?)",
+    ),
+    Bad(
+        "reserve-half-a-byte",
+        set_("allocatable_reserve", "memory", value=".5"),
+        "platform.allocatable_reserve.memory='.5': is below 1Mi: a quantity without a unit is "
+        "bytes (did you mean .5Mi?)",
+    ),
+    Bad(
+        "manager-pool-too-small",
+        set_("pools", "system", "node_type", value="PLAY2-NANO"),
+        "platform.pools.system.node_type='PLAY2-NANO': cannot hold the 2 runner managers (100m, 128Mi "
+        "each): allocatable memory 0Mi < 256Mi after the node's reserve; pick a larger type or lower "
+        "allocatable_reserve",
+    ),
+    Bad(
+        "templates-path-is-the-pipeline",
+        set_("ci", "templates_path", value=".gitlab-ci.yml"),
+        "platform.ci.templates_path='.gitlab-ci.yml': must be a file under .gitlab/ci/ (e.g. "
+        ".gitlab/ci/gpu-ci-templates.yml): gpu-ci must never replace the project's .gitlab-ci.yml "
+        "or another of its files",
+    ),
+    Bad(
+        "templates-path-outside-gitlab-ci",
+        set_("ci", "templates_path", value="ci/templates.yml"),
+        "platform.ci.templates_path='ci/templates.yml': must be a file under .gitlab/ci/ (e.g. "
+        ".gitlab/ci/gpu-ci-templates.yml): gpu-ci must never replace the project's .gitlab-ci.yml "
+        "or another of its files",
+    ),
+    Bad(
+        "plain-hf-token",
+        set_("ci", "variables", value={"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz012345"}),
+        "platform.ci.variables.HF_TOKEN=<redacted>: looks like a Hugging Face token: a plain value "
+        "is printed by plan and written in clear; store it with `pulumi config set --secret "
+        "hf_token ...` and write {secret: hf_token}",
+    ),
+    Bad(
+        "plain-glpat-value",
+        set_("ci", "variables", value={"DEPLOY": "glpat-abcdefghijklmnop1234"}),
+        "platform.ci.variables.DEPLOY=<redacted>: looks like a GitLab token: a plain value is "
+        "printed by plan and written in clear; store it with `pulumi config set --secret deploy "
+        "...` and write {secret: deploy}",
+    ),
+    Bad(
+        "profile-variable-credential",
+        set_("profiles", "rl", "variables", "WANDB_API_KEY", value="0123456789abcdef"),
+        "platform.profiles.rl.variables.WANDB_API_KEY=<redacted>: looks like a credential by its "
+        "name: profile variables are committed in clear into the templates file; make it a "
+        "platform.ci.variables entry with {secret: wandb_api_key}",
+    ),
+    Bad(
+        "twenty-thousand-pools",
+        _many_pools,
+        "platform.pools={system: {node_type: 'PRO2-XXS', zone: 'fr-par-2', min_size: 1, max_size: "
+        "1, autoscaling: false}, ci-compile: {node_type: 'L4-1-24G', zone: 'fr-par-2', min_size: "
+        "0, max_size: 1, root_volume_size_gb: …: Dictionary should have at most 32 items after "
+        "validation, not more (gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "sixty-thousand-variables",
+        _many_variables,
+        "platform.ci.variables={V0: 'x', V1: 'x', V2: 'x', V3: 'x', V4: 'x', V5: 'x', V6: 'x', V7: 'x', "
+        "V8: 'x', V9: 'x', V10: 'x', V11: 'x', V12: 'x', V13: 'x', V14: 'x', V15: 'x', V16: 'x', V17: 'x', "
+        "V18: 'x', V19: 'x', V20: 'x'…: 60000 variables, more than gpu-ci's limit of 200",
+    ),
+    Bad(
+        "value-of-9-megabytes",
+        set_("gitlab", "project", value="ml-team/" + "x" * 9_200_000),
+        "platform.gitlab.project='ml-team/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…: String should have at most 1024 characters "
+        "(gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "min-size-yes",
+        set_("pools", "system", "min_size", value=True),
+        "platform.pools.system.min_size=true: Input should be a valid integer",
+    ),
+    Bad(
+        "template-name-2-megabytes",
+        set_("profiles", "rl", "template", value="." + "a" * 2_000_000),
+        "platform.profiles.rl.template='.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…: String should have at most 1024 "
+        "characters (gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "replicas-as-string",
+        set_("pools", "ci-compile", "gpu_sharing", "replicas", value="2"),
+        "platform.pools.ci-compile.gpu_sharing.replicas='2': Input should be a valid integer",
+    ),
+    Bad(
+        "registry-variable-but-image-uses-registry",
+        set_("ci", "registry_variable", value="REGISTRY_PROD"),
+        "platform.ci.image='${REGISTRY}/training:${CI_COMMIT_SHA}': uses ${REGISTRY}, but "
+        "ci.registry_variable is REGISTRY_PROD: write ${REGISTRY_PROD}",
+    ),
+    Bad(
+        "profile-name-too-long",
+        _rename_profile("rl", "r" * 64),
+        "platform.profiles.rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr='rrrrrr"
+        "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr': profile name must be 1-63 of "
+        "a-z, 0-9 and '-'",
+    ),
+    Bad(
+        "cluster-name-too-long",
+        set_("cluster", "name", value="c" * 64),
+        "platform.cluster.name='cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc': "
+        "String should have at most 63 characters (gpu-ci's limit: docs/config-limits.md)",
+    ),
+    Bad(
+        "manager-pool-newline",
+        set_("runner", "manager_pool", value="system\n"),
+        "platform.runner.manager_pool='system\\n': no such pool (ci-compile, ci-training, system)",
+    ),
+    Bad(
+        "private-subnet-newline",
+        set_("cluster", "private_network_subnet", value="172.16.0.0/22\n"),
+        "platform.cluster.private_network_subnet='172.16.0.0/22\\n': not an IPv4 CIDR ('22\\n' is not a valid netmask)",
+    ),
+    Bad(
+        "allowed-image-newline",
+        set_("runner", "allowed_images", value=["python:3\n"]),
+        "platform.runner.allowed_images.0='python:3\\n': not an image reference or glob (1-255 characters, no spaces)",
+    ),
+]
+"""The fuzz findings: trailing newlines, hangs, tracebacks, absurd numbers, unit slips, credentials in clear,
+giant inputs. Each must fail at once (microseconds to milliseconds), with one line naming its key."""
+
+
+ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES]

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pulumi.runtime import mocks as runtime_mocks
 from pulumi.runtime import settings
 
+from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RecordingMocks, RecordingMonitor
-from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig, load_stack_config
 
 # A test that forgets the `pulumi_mocks` fixture must not inherit another test's monitor.
 settings.reset_options()
@@ -49,7 +52,32 @@ def dev_stack() -> StackConfig:
     return load_stack_config("dev")
 
 
+@pytest.fixture(scope="session")
+def dev_run(dev_stack: StackConfig) -> ProgramRun:
+    """One run of the whole program on the dev stack, shared by the tests that only read what it registered
+    (each test that edits the config runs its own)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return run_program(dev_stack)
+    finally:
+        loop.close()
+
+
 @pytest.fixture
 def dev_platform(dev_stack: StackConfig) -> dict[str, Any]:
     """A private copy of the dev `platform` object, for tests that break or extend it."""
     return copy.deepcopy(dev_stack.get("platform"))
+
+
+@pytest.fixture
+def stack_file(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
+    """Writes a copy of Pulumi.dev.yaml (its secure values included) with another `platform`; returns its path."""
+
+    def write(platform: dict[str, Any], name: str = "Pulumi.edited.yaml") -> Path:
+        document = yaml.safe_load((PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+        document["config"]["gpu-ci:platform"] = platform
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(document), encoding="utf-8")
+        return path
+
+    return write

@@ -4,7 +4,8 @@ It speaks what GitLab speaks to python-gitlab: `PRIVATE-TOKEN` authentication, `
 `GET` a merge request, its notes listed page by page (`page`/`per_page`, `Link` headers, `sort`), created
 (`POST`) and updated (`PUT`). Like GitLab it answers 401 to an unknown token, 403 `insufficient_scope` to a
 token without the `api` scope that writes, 403 to a user editing someone else's note, 404 to an unknown
-merge request. Every request is recorded, so tests can say what was (not) sent.
+merge request. Every request is recorded, so tests can say what was (not) sent. The review block (at the
+end) answers what `mr-note` asks about its token: its expiry and scopes, and its user's role.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import yaml
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,15 @@ class FakeGitLab:
     """(project id, MR iid) to the MR's head sha."""
     notes: dict[tuple[int, int], list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    repository_files: dict[tuple[int, str], str] = field(default_factory=dict)
+    """(project id, path) to the file on the default branch: what the CI Lint endpoint includes."""
+    # Review block (token vetting): see "Review block" below.
+    token_expiry: dict[str, str | None] = field(default_factory=dict)
+    """Token text to its `expires_at` (None: never); unset: 30 days from today."""
+    members: dict[tuple[int, int], int | None] = field(default_factory=dict)
+    """(project id, user id) to the access level (None: not a member); unset: Reporter (20)."""
+    ci_history: CiHistory | None = None
+    """A project's CI jobs (`workload --from-gitlab`): see the CI job history block at the end."""
     url: str = ""
     _next_id: int = 1000
     _clock: int = 0
@@ -134,8 +147,15 @@ class _Handler(BaseHTTPRequestHandler):
                 },
                 {},
             )
+        if state.ci_history is not None and (answer := route_ci_history(state.ci_history, self, method, path)):
+            return answer
         if method == "GET" and path == "/api/v4/user":
             return 200, {"id": token.user_id, "username": token.username, "bot": True}, {}
+        if lint := _CI_LINT.match(path):
+            return _ci_lint(state, method, unquote(lint["project"]), body)
+        answer = _review_route(state, self.headers.get("PRIVATE-TOKEN") or "", token, method, path)
+        if answer is not None:
+            return answer
         for pattern in (_NOTE, _NOTES, _MR):
             if match := pattern.match(path):
                 break
@@ -188,6 +208,228 @@ class _Handler(BaseHTTPRequestHandler):
         return 200, ordered[(page - 1) * per_page : page * per_page], headers
 
 
+# --- CI lint: POST /projects/:id/ci/lint ----------------------------------------------------------------
+# GitLab merges the posted `content` with what it includes (`local:` from the project's default branch,
+# `project:` from another project's), applies `extends`, and answers `valid`, `errors`, `warnings`,
+# `merged_yaml` (keys written as Ruby symbols, as GitLab writes them), `includes` and, with `dry_run`,
+# `jobs`. Errors are GitLab's own words for a missing file and for YAML that does not parse.
+
+_CI_LINT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/ci/lint$")
+_LINT_KEYWORDS = {"default", "include", "stages", "variables", "workflow", "image", "services", "cache"}
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        both = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merge(merged[key], value) if both else value
+    return merged
+
+
+def _ci_lint(
+    state: FakeGitLab, method: str, project_path: str, body: dict[str, Any] | None
+) -> tuple[int, Any, dict[str, str]]:
+    project = state.projects.get(project_path)
+    if project is None:
+        return 404, {"message": "404 Project Not Found"}, {}
+    if method != "POST":
+        return 405, {"message": "405 Method Not Allowed"}, {}
+    if not body or "content" not in body:
+        return 400, {"error": "content is missing"}, {}
+    invalid: dict[str, Any] = {"valid": False, "merged_yaml": None, "warnings": [], "includes": [], "jobs": []}
+    try:
+        config = yaml.safe_load(body["content"])
+    except yaml.YAMLError as err:
+        return 200, {**invalid, "errors": [f"(<unknown>): {str(err).splitlines()[0]}"]}, {}
+    if not isinstance(config, dict):
+        return 200, {**invalid, "errors": ["Invalid configuration format"]}, {}
+    merged: dict[str, Any] = {}
+    includes: list[dict[str, Any]] = []
+    entries = config.pop("include", [])
+    for raw in entries if isinstance(entries, list) else [entries]:
+        entry = {"local": raw} if isinstance(raw, str) else raw
+        source = state.projects.get(entry.get("project", project_path))
+        location = str(entry.get("local") or entry.get("file", "")).lstrip("/")
+        text = state.repository_files.get((source, location)) if source is not None else None
+        if text is None:
+            where = (
+                f"Local file `{location}`"
+                if "local" in entry
+                else f"Project `{entry.get('project')}` file `{location}`"
+            )
+            return 200, {**invalid, "errors": [f"{where} does not exist!"]}, {}
+        merged = _merge(merged, yaml.safe_load(text) or {})
+        includes.append({"type": "local" if "local" in entry else "file", "location": location, "extra": {}})
+    merged = _merge(merged, config)
+    for name, job in merged.items():
+        parents = job.get("extends", []) if isinstance(job, dict) else []
+        extended: dict[str, Any] = {}
+        for parent in [parents] if isinstance(parents, str) else parents:
+            extended = _merge(extended, merged.get(parent, {}))
+        if extended:
+            merged[name] = _merge(extended, job)
+    warnings = [
+        f"jobs:{name} may allow multiple pipelines to run for a single action due to `rules:when` clause with no "
+        "`workflow:rules` - read more: https://docs.gitlab.com/ee/ci/troubleshooting.html#pipeline-warnings"
+        for name, job in merged.items()
+        if "workflow" not in merged
+        and isinstance(job, dict)
+        and any(isinstance(r, dict) and "when" in r and "if" not in r for r in job.get("rules") or [])
+    ]
+    jobs = [
+        {
+            "name": name,
+            "stage": job.get("stage", "test"),
+            "script": job.get("script"),
+            "tag_list": job.get("tags", []),
+            "when": "on_success",
+            "allow_failure": False,
+        }
+        for name, job in merged.items()
+        if name not in _LINT_KEYWORDS and not name.startswith(".") and isinstance(job, dict)
+    ]
+    symbols = yaml.safe_dump({f":{k}": v for k, v in merged.items()}, sort_keys=False)
+    return (
+        200,
+        {
+            "valid": True,
+            "errors": [],
+            "warnings": warnings,
+            "merged_yaml": "---\n" + symbols,
+            "includes": includes,
+            "jobs": jobs,
+        },
+        {},
+    )
+
+
+# --- end of CI lint ----------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Review block (token vetting by `mr-note`): `GET /personal_access_tokens/self` and
+# `GET /projects/:id/members/all/:user_id`, shaped like GitLab's answers. A token expires 30 days from
+# today and its user is a Reporter of every project unless `token_expiry` / `members` say otherwise.
+
+_MEMBER = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/members/all/(?P<user>\d+)$")
+
+
+def _review_route(
+    state: FakeGitLab, text: str, token: Token, method: str, path: str
+) -> tuple[int, Any, dict[str, str]] | None:
+    """The review block's endpoints, or None for a path that is not theirs."""
+    if method == "GET" and path == "/api/v4/personal_access_tokens/self":
+        default = (date.today() + timedelta(days=30)).isoformat()
+        return (
+            200,
+            {
+                "id": 7000 + token.user_id,
+                "name": f"{token.username}-token",
+                "revoked": False,
+                "created_at": "2026-11-01T09:00:00.000Z",
+                "scopes": sorted(token.scopes),
+                "user_id": token.user_id,
+                "last_used_at": None,
+                "active": True,
+                "expires_at": state.token_expiry.get(text, default),
+            },
+            {},
+        )
+    if method == "GET" and (match := _MEMBER.match(path)):
+        project = state.projects.get(unquote(match["project"]))
+        if project is None:
+            return 404, {"message": "404 Project Not Found"}, {}
+        user = int(match["user"])
+        level = state.members.get((project, user), 20)
+        if level is None:
+            return 404, {"message": "404 Not found"}, {}
+        username = next((t.username for t in state.tokens.values() if t.user_id == user), f"user{user}")
+        return 200, {"id": user, "username": username, "state": "active", "access_level": level}, {}
+    return None
+
+
+# --- CI job history: `GET /projects/:id` and `GET /projects/:id/jobs` (workload --from-gitlab) -------------
+
+
+@dataclass
+class CiHistory:
+    """One project and its jobs, served like GitLab's jobs API: newest first (descending id), filtered by
+    `scope[]`, in pages with `X-Page`/`X-Next-Page` and a `Link` header but no totals (GitLab counts no
+    jobs for this list). `rate_limit` answers that many list requests with 429 and `Retry-After`."""
+
+    project_id: int
+    project_path: str
+    created_at: str
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    rate_limit: int = 0
+    retry_after: int = 0
+    runners: dict[int, list[str]] = field(default_factory=dict)
+    """Runner id to its tags, served by `GET /runners/:id` to `runner_readers` (GitLab: Maintainers)."""
+    runner_readers: frozenset[str] = frozenset()
+
+
+_PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
+_PROJECT_JOBS = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs$")
+_RUNNER = re.compile(r"^/api/v4/runners/(?P<runner>\d+)$")
+
+
+def route_ci_history(
+    history: CiHistory, handler: _Handler, method: str, path: str
+) -> tuple[int, Any, dict[str, str]] | None:
+    """The answer to a project, jobs or runner request, or None for a path this block does not serve."""
+    if method == "GET" and (runner := _RUNNER.match(path)):
+        runner_id = int(runner["runner"])
+        if runner_id not in history.runners:
+            return 404, {"message": "404 Runner Not Found"}, {}
+        if handler.headers.get("PRIVATE-TOKEN") not in history.runner_readers:
+            return 403, {"message": "403 Forbidden - No access granted"}, {}
+        return 200, {"id": runner_id, "description": f"runner {runner_id}", "tag_list": history.runners[runner_id]}, {}
+    match = _PROJECT.match(path) or _PROJECT_JOBS.match(path)
+    if method != "GET" or match is None:
+        return None
+    if unquote(match["project"]) not in (str(history.project_id), history.project_path):
+        return 404, {"message": "404 Project Not Found"}, {}
+    if match.re is _PROJECT:
+        return (
+            200,
+            {
+                "id": history.project_id,
+                "path_with_namespace": history.project_path,
+                "created_at": history.created_at,
+            },
+            {},
+        )
+    if history.rate_limit > 0:
+        history.rate_limit -= 1
+        return 429, {"message": "Retry later"}, {"Retry-After": str(history.retry_after)}
+    query = parse_qs(urlsplit(handler.path).query)
+    scopes = set(query.get("scope[]", []))
+    jobs = sorted((job for job in history.jobs if not scopes or job["status"] in scopes), key=lambda job: -job["id"])
+    per_page = min(int(query.get("per_page", ["20"])[-1]), 100)
+    page = int(query.get("page", ["1"])[-1])
+    chunk = jobs[(page - 1) * per_page : page * per_page]
+    base = f"http://{handler.headers['Host']}{path}"
+    kept = [(k, v) for k, values in query.items() if k not in ("page", "per_page") for v in values]
+
+    def link(number: int) -> str:
+        params = [*kept, ("page", str(number)), ("per_page", str(per_page))]
+        return base + "?" + "&".join(f"{k}={v}" for k, v in params)
+
+    headers = {"X-Page": str(page), "X-Per-Page": str(per_page)}
+    links = [f'<{link(1)}>; rel="first"']
+    if page * per_page < len(jobs):
+        headers["X-Next-Page"] = str(page + 1)
+        links.insert(0, f'<{link(page + 1)}>; rel="next"')
+    if page > 1:
+        headers["X-Prev-Page"] = str(page - 1)
+        links.insert(0, f'<{link(page - 1)}>; rel="prev"')
+    headers["Link"] = ", ".join(links)
+    return 200, chunk, headers
+
+
+# --- the server ----------------------------------------------------------------------------------------
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -207,7 +449,7 @@ class running:  # noqa: N801 - used as `with running(state) as gitlab:`
     def __enter__(self) -> FakeGitLab:
         self.thread.start()
         host, port = self.server.server_address[:2]
-        self.state.url = f"http://{host}:{port}"
+        self.state.url = f"http://{host!s}:{port}"
         return self.state
 
     def __exit__(self, *exc: object) -> None:

@@ -36,7 +36,7 @@ def repo(tmp_path: Path) -> Path:
     """A repository whose head raises ci-training's max_size over its base; venv/ runs this Python."""
     repo = tmp_path / "gpu-ci"
     ignore = shutil.ignore_patterns("__pycache__")
-    for name in ("infra", ".ci"):
+    for name in ("infra", ".ci", "policy"):
         shutil.copytree(ROOT / name, repo / name, ignore=ignore)
     for name in ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml"):
         shutil.copy2(ROOT / name, repo / name)
@@ -71,6 +71,7 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
         "NO_PROXY": "127.0.0.1",
         **{k: str(v) for k, v in ci["variables"].items() if not str(v).startswith("$")},
         **ci["plan-diff"]["variables"],
+        "PULUMI_STACK": ci[".stacks"]["parallel"]["matrix"][0]["PULUMI_STACK"][0],  # the job's matrix
         "CI_PIPELINE_SOURCE": "merge_request_event",
         "CI_SERVER_URL": gitlab.url,
         "CI_MERGE_REQUEST_PROJECT_ID": "42",
@@ -101,7 +102,9 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     assert _git(repo, "status", "--porcelain", "--untracked-files=no") == ""
 
     [note] = gitlab.notes_of(42, 7)
-    assert note["body"].startswith(marker("dev"))
+    assert note["body"].startswith(marker("dev", "offline"))
     assert f"**Offline plan diff** at commit `{head[:8]}`: 2 to update, {unchanged} unchanged" in note["body"]
     assert "ci-training  L40S-1-48G  fr-par-2  0-2" in note["body"]  # the head's capacity report
+    # The cost delta of the two plans opens the note, before the resource diff.
+    assert note["body"].index("- ci-training slots 4 -> 8 (+4)") < note["body"].index("**Offline plan diff**")
     assert f"created note {note['id']}" in result.stdout

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from infra.__main__ import main
-from infra.cicheck import check_pipeline
 from infra.config.platform import load_spec
 from infra.model import derive
+from infra.pipeline.resolve import ResolveError
+from infra.pipeline.rules import check_pipeline
 from infra.render.ci_templates import render_ci_templates
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -29,11 +30,11 @@ BROKEN_LINES = [
     ".gitlab-ci.yml: train-validate-mamba2: KUBERNETES_MEMORY_LIMIT=64Gi is above the runner's "
     "memory_limit_overwrite_max_allowed=40Gi: the job would fail",
     ".gitlab-ci.yml: hyperopt-kan: KUBERNETES_NODE_SELECTOR_POOL=k8s.scaleway.com/pool-name=ci-training-evil is "
-    r"refused by the runner (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=(ci-training)$)"
+    r"refused by runner ci-training (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=(ci-training)$)"
     ": the job would fail",
     # The RL runner admits its own pool only: a DQN job cannot be moved to the L40S.
     ".gitlab-ci.yml: hyperopt-dqn: KUBERNETES_NODE_SELECTOR_POOL=k8s.scaleway.com/pool-name=ci-training is "
-    r"refused by the runner (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=(ci-compile)$)"
+    r"refused by runner ci-compile (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=(ci-compile)$)"
     ": the job would fail",
     ".gitlab-ci.yml: train-validate-xlstm: extends .train-validate-bse, which is defined nowhere",
     ".gitlab-ci.yml: train-validate-liquid: KUBERNETES_CPU_REQUEST='2 cores': not a Kubernetes CPU quantity",
@@ -98,19 +99,23 @@ def test_a_project_include_reads_the_templates_the_platform_commits(
     sample_copy: Path, dev_platform: dict[str, Any]
 ) -> None:
     """`include: project:` reads the default branch, which holds what `pulumi up` committed from the spec:
-    a stale copy on the branch does not matter; another project's file cannot be read offline."""
+    a stale copy on the branch does not matter."""
+    (sample_copy / TEMPLATES).parent.mkdir(parents=True)
+    (sample_copy / TEMPLATES).write_text("stale: {script: [exit 1]}\n")
+    result = check_pipeline(sample_copy / ".gitlab-ci.yml", load_spec(dev_platform))
+    assert (result.violations, result.warnings, result.jobs_checked) == ([], [], 22)
+
+
+def test_another_projects_include_cannot_be_resolved_offline(sample_copy: Path, dev_platform: dict[str, Any]) -> None:
     pipeline = sample_copy / ".gitlab-ci.yml"
     document = yaml.safe_load(pipeline.read_text())
     document["include"].append({"project": "ml-team/ci-snippets", "file": "lint.yml"})
     pipeline.write_text(yaml.safe_dump(document))
-    (sample_copy / TEMPLATES).parent.mkdir(parents=True)
-    (sample_copy / TEMPLATES).write_text("stale: {script: [exit 1]}\n")
-    result = check_pipeline(pipeline, load_spec(dev_platform))
-    assert result.violations == []
-    assert result.jobs_checked == 22
-    assert result.warnings == [
-        ".gitlab-ci.yml: project include 'ml-team/ci-snippets' cannot be read offline: not checked"
-    ]
+    with pytest.raises(ResolveError) as raised:
+        check_pipeline(pipeline, load_spec(dev_platform))
+    assert str(raised.value) == (
+        ".gitlab-ci.yml: project include 'ml-team/ci-snippets' file 'lint.yml' cannot be read offline (try --online)"
+    )
 
 
 def test_a_local_include_of_the_templates_not_yet_committed_is_read_from_the_spec(
@@ -136,7 +141,7 @@ def test_global_and_expanded_variables_are_seen(sample_copy: Path, dev_platform:
     # A global variable reaches the jobs of both runners; each refuses it with its own allow-list.
     assert sorted(str(v) for v in result.violations) == [
         ".gitlab-ci.yml: variables: KUBERNETES_NODE_SELECTOR_ZONE=k8s.scaleway.com/pool-name=ci-training-evil is "
-        rf"refused by the runner (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=({pool})$): "
+        rf"refused by runner {pool} (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=({pool})$): "
         "the job would fail"
         for pool in ("ci-compile", "ci-training")
     ]
@@ -153,9 +158,8 @@ def test_a_job_that_leaves_the_runner_is_reported(sample_copy: Path, dev_platfor
     supervised.write_text(yaml.safe_dump(document))
     lines = [str(v) for v in check_pipeline(sample_copy / ".gitlab-ci.yml", load_spec(dev_platform)).violations]
     assert lines == [
-        "ci/supervised.yml: hyperopt-tlob: tags ['docker'] are held by no gpu-ci runner (the template's are "
-        "['kapsule', 'ci-training']): no gpu-ci runner "
-        "takes it"
+        "ci/supervised.yml: hyperopt-tlob: tags ['docker'] are not all held by its profile's runner ci-training "
+        "['kapsule', 'ci-training']: no gpu-ci runner takes it"
     ]
 
 

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pulumi
+import pytest
 
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
@@ -49,7 +50,7 @@ def test_templates_are_committed_to_the_training_project(
         assert (inputs["project"], inputs["filePath"]) == ("ml-team/training", ".gitlab/ci/gpu-ci-templates.yml")
         assert inputs["branch"] == "main"  # the project's default branch, looked up
         assert (inputs["content"], inputs["encoding"]) == (text, "text")
-        assert inputs["overwriteOnCreate"] is True
+        assert inputs["overwriteOnCreate"] is False  # a file gpu-ci did not create is never replaced silently
         assert values[0] == text
 
     return _settled(ci).apply(check)
@@ -116,40 +117,48 @@ def test_group_scope_variables(pulumi_mocks: RecordingMonitor, dev_platform: dic
     return _settled(ci).apply(check)
 
 
+PULL_KEY = "0f2c9d1e-pull-key-secret-part"
+
+
 @pulumi.runtime.test
-def test_registry_is_created_protected_with_a_read_only_pull_key(
+def test_registry_is_created_protected_and_pulls_with_the_stack_secret(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
-    registry = ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+    """The pull key comes from the stack secret; the program creates no IAM resource (CI has no IAM right)."""
+    args = ContainerRegistryArgs(spec=load_spec(dev_platform), pull_secret_key=pulumi.Output.secret(PULL_KEY))
+    registry = ContainerRegistry("registry", args)
     assert registry.docker_config_json is not None
 
     def check(values: list[Any]) -> None:
-        endpoint, project_id, docker_config = values
+        endpoint, docker_config = values
         res = _by_name(pulumi_mocks)
         namespace = res["registry-namespace"]
         assert namespace.options["protect"] is True
         assert (namespace.plain_inputs["name"], namespace.plain_inputs["isPublic"]) == ("gpu-ci", False)
         assert endpoint == ENDPOINT
-        policy = res["registry-pull-policy"].plain_inputs
-        assert policy["applicationId"] == res["registry-pull"].id
-        assert policy["rules"] == [{"projectIds": [project_id], "permissionSetNames": ["ContainerRegistryReadOnly"]}]
-        key = res["registry-pull-key"]
-        assert key.plain_inputs["applicationId"] == res["registry-pull"].id
-        assert res["registry-pull-policy"].urn in key.options["dependencies"]
+        assert not [r.type for r in pulumi_mocks.recorded if r.type.startswith("scaleway:iam/")]
         auths = json.loads(docker_config)["auths"]
         assert list(auths) == ["rg.fr-par.scw.cloud"]
         assert (auths["rg.fr-par.scw.cloud"]["username"], auths["rg.fr-par.scw.cloud"]["password"]) == (
             "nologin",
-            key.outputs["secretKey"],
+            PULL_KEY,
         )
 
-    return pulumi.Output.all(registry.endpoint, registry.project_id, registry.docker_config_json).apply(check)
+    return pulumi.Output.all(registry.endpoint, registry.docker_config_json).apply(check)
+
+
+def test_a_private_registry_without_the_pull_key_secret_is_refused_naming_the_key(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match="needs the stack secret gpu-ci:registry_pull_secret_key"):
+        ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
 
 
 def test_docker_config_is_a_secret(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any], _event_loop: asyncio.AbstractEventLoop
 ) -> None:
-    registry = ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+    args = ContainerRegistryArgs(spec=load_spec(dev_platform), pull_secret_key=pulumi.Output.secret(PULL_KEY))
+    registry = ContainerRegistry("registry", args)
     assert registry.docker_config_json is not None
     assert _event_loop.run_until_complete(registry.docker_config_json.is_secret()) is True
 

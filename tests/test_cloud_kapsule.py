@@ -48,8 +48,9 @@ def test_gpu_pools_scale_from_zero_and_autoscaler_owns_size(
             assert inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
             assert pool.options["ignore_changes"] == ["size"]
             assert pool.options["delete_before_replace"] is True
-            assert pool.options["protect"] is False
+            assert pool.options["protect"] is True  # a replacement would lose its running jobs
         system = res["kapsule-system"]
+        assert system.options["protect"] is True  # the only runner manager runs there
         assert (system.plain_inputs["size"], system.plain_inputs["autoscaling"]) == (1, False)
         assert "taints" not in system.plain_inputs
         assert system.options["ignore_changes"] == []  # a fixed pool's size is Pulumi's to keep

@@ -60,7 +60,7 @@ def test_rows_carry_type_default_constraints_and_docstring() -> None:
     assert rows["pools.<pool>.max_size"][1:3] == ["integer", "`1`"]
     assert rows["cluster.auto_upgrade.maintenance_window_start_hour"][3] == "≥ 0, ≤ 23"
     assert rows["workload.profiles.<profile>.gpu_utilization"][3] == "> 0, ≤ 1"
-    assert rows["profiles.<profile>.families"][2:4] == ["**required**", "at least 1 item"]
+    assert rows["profiles.<profile>.families"][2:4] == ["**required**", "at least 1 item, at most 64 items"]
     assert rows["profiles.<profile>.cpu_request"][1] == "CPU quantity"
     assert rows["runner.job_timeout"][1:3] == ["duration", "`3h`"]
     assert rows["cluster.tags"][2] == "`[gpu-ci, managed-by-pulumi]`"

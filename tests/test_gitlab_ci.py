@@ -1,8 +1,9 @@
 """.gitlab-ci.yml: valid against GitLab's CI schema, and the right jobs in the right pipelines.
 
-Schema: check-jsonschema's vendored copy of GitLab's own CI schema (pinned in requirements.txt). Which
-jobs a pipeline gets: a small evaluator of the `rules:if` expressions the file uses, run for each kind of
-pipeline (MR with and without the protected variables, default branch, other branches).
+Schema: check-jsonschema's vendored copy of GitLab's own CI schema (pinned in requirements.txt). Jobs: as
+`infra.pipeline.resolve` builds them (extends, default:). Which jobs a pipeline gets: a small evaluator of
+the `rules:if` expressions the file uses, run for each kind of pipeline (MR with and without the protected
+variables, default branch, other branches).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from infra.pipeline.resolve import resolve_file
+
 ROOT = Path(__file__).resolve().parents[1]
 CI_FILE = ROOT / ".gitlab-ci.yml"
-KEYWORDS = {"workflow", "stages", "variables", "default", "include", "image", "services", "cache", "before_script"}
 SECRETS = ("SCW_SECRET_KEY", "PULUMI_CONFIG_PASSPHRASE", "GITLAB_NOTE_TOKEN", "AWS_SECRET_ACCESS_KEY")
 
 
@@ -27,24 +29,11 @@ def ci() -> dict[str, Any]:
     return yaml.safe_load(CI_FILE.read_text(encoding="utf-8"))
 
 
-def _jobs(ci: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Real jobs (not keywords, not hidden templates), with `extends` merged as GitLab does (hash merge)."""
-    jobs = {}
-    for name, job in ci.items():
-        if name in KEYWORDS or name.startswith("."):
-            continue
-        merged: dict[str, Any] = {}
-        for parent in [job["extends"]] if isinstance(job.get("extends"), str) else job.get("extends", []):
-            merged = _merge(merged, ci[parent])
-        jobs[name] = _merge(merged, job)
-    return jobs
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
-    return merged
+def _jobs() -> dict[str, dict[str, Any]]:
+    """Real jobs (not keywords, not hidden templates) as GitLab builds them: extends, !reference, default:."""
+    pipeline = resolve_file(CI_FILE)
+    assert pipeline.problems == [] and all(job.problems == [] for job in pipeline.jobs.values())
+    return {name: job.keys for name, job in pipeline.jobs.items()}
 
 
 def _check_schema(path: Path) -> subprocess.CompletedProcess[str]:
@@ -128,7 +117,7 @@ def _when(rules: list[dict[str, Any]] | None, env: dict[str, str]) -> str | None
 def pipeline(ci: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
     if _when(ci["workflow"]["rules"], env) is None:
         return {}
-    jobs = {name: _when(job.get("rules"), env) for name, job in _jobs(ci).items()}
+    jobs = {name: _when(job.get("rules"), env) for name, job in _jobs().items()}
     return {name: when for name, when in jobs.items() if when is not None}
 
 
@@ -185,9 +174,12 @@ def _pin(package: str) -> str:
 def test_the_pulumi_cli_image_is_pinned_to_the_sdk_version(ci: dict[str, Any]) -> None:
     version = _pin("pulumi")
     assert ci["default"]["image"] == {"name": f"pulumi/pulumi-python:{version}", "entrypoint": [""]}
-    assert all("image" not in job for job in _jobs(ci).values())  # nobody drifts to another (or :latest) image
-    plugin_cache = [c for c in _jobs(ci)["up"]["cache"] if ".pulumi/plugins" in c["paths"]]
-    assert plugin_cache == [{"key": f"pulumi-plugins-{version}", "paths": [".pulumi/plugins"]}]
+    assert all(job["image"] == ci["default"]["image"] for job in _jobs().values())  # nobody drifts (or :latest)
+    plugin_cache = [c for c in _jobs()["preview"]["cache"] if ".pulumi/plugins" in c["paths"]]
+    assert plugin_cache == [
+        {"key": f"pulumi-plugins-{version}-$CI_COMMIT_REF_SLUG-$PULUMI_STACK", "paths": [".pulumi/plugins"]}
+    ]
+    assert _jobs()["up"]["cache"] == []  # up runs nothing another ref could have cached
 
 
 def test_lint_and_test_run_what_the_readme_says(ci: dict[str, Any]) -> None:
@@ -199,7 +191,7 @@ def test_lint_and_test_run_what_the_readme_says(ci: dict[str, Any]) -> None:
 
 
 def test_preview_and_up_use_the_state_bucket_and_the_stack(ci: dict[str, Any]) -> None:
-    jobs = _jobs(ci)
+    jobs = _jobs()
     backend = ci["variables"]["PULUMI_BACKEND_URL"]
     assert backend.startswith("s3://") and "endpoint=https://s3.fr-par.scw.cloud" in backend
     assert "s3ForcePathStyle=true" in backend
@@ -209,16 +201,20 @@ def test_preview_and_up_use_the_state_bucket_and_the_stack(ci: dict[str, Any]) -
     assert "mr-note --preview preview.txt" in preview
     up = jobs["up"]
     assert 'pulumi up --stack "$PULUMI_STACK" --yes' in " ".join(up["script"])
-    for job in (jobs["preview"], up):
+    for job, access in ((jobs["preview"], "READ"), (up, "WRITE")):  # the state bucket has its own keys
         assert 'pulumi login "$PULUMI_BACKEND_URL"' in job["script"]
-        assert job["variables"] == {"AWS_ACCESS_KEY_ID": "$SCW_ACCESS_KEY", "AWS_SECRET_ACCESS_KEY": "$SCW_SECRET_KEY"}
+        assert job["variables"]["AWS_ACCESS_KEY_ID"] == f"$STATE_{access}_ACCESS_KEY"
+        assert job["variables"]["AWS_SECRET_ACCESS_KEY"] == f"$STATE_{access}_SECRET_KEY"
+    assert jobs["preview"]["variables"]["GIT_DEPTH"] == "0"  # the base commit's plan: the note's cost delta
 
 
 def test_up_is_manual_serialized_and_never_cancelled(ci: dict[str, Any]) -> None:
-    up = _jobs(ci)["up"]
+    up = _jobs()["up"]
     assert [rule.get("when") for rule in up["rules"]] == ["manual"]
     assert "$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH" in up["rules"][0]["if"]
-    assert up["resource_group"] and "$" not in up["resource_group"]  # one lock, whatever the variables
+    # One lock per stack: named after the very variable that picks the stack, so the two cannot differ.
+    assert up["resource_group"] == "pulumi-up-$PULUMI_STACK"
+    assert all('--stack "$PULUMI_STACK"' in line for line in up["script"] if line.startswith("pulumi up"))
     assert up["interruptible"] is False and ci["default"]["interruptible"] is True
     assert up["needs"] == ["preview"]
     assert any("git rev-parse FETCH_HEAD" in line for line in up["script"])  # only from the branch's tip

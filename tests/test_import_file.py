@@ -7,15 +7,12 @@ import json
 import pytest
 
 from infra.__main__ import main
-from infra.offline.harness import run_program
-from infra.offline.stack_config import StackConfig
+from infra.offline.harness import ProgramRun
 
 POOL_ID = "fr-par/0b5e1f4c-2d7a-4c1e-9a4e-3f1c2b7d9e10"
 
 
-def test_import_file_targets_the_urns_the_program_uses(
-    capsys: pytest.CaptureFixture[str], dev_stack: StackConfig
-) -> None:
+def test_import_file_targets_the_urns_the_program_uses(capsys: pytest.CaptureFixture[str], dev_run: ProgramRun) -> None:
     assert main(["import-file", "--pool", f"ci-training={POOL_ID}"]) == 0
     document = json.loads(capsys.readouterr().out)
     component, pool = document["resources"]
@@ -26,7 +23,7 @@ def test_import_file_targets_the_urns_the_program_uses(
         "id": POOL_ID,
         "parent": "kapsule",
     }
-    registered = run_program(dev_stack).one(pool["type"], pool["name"])
+    registered = dev_run.one(pool["type"], pool["name"])
     assert registered.urn.endswith("gpu-ci:infra:KapsuleCluster$scaleway:kubernetes/pool:Pool::kapsule-ci-training")
 
 

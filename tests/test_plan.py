@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ def test_plan_lists_every_resource_capacity_and_outputs(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     for name in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster [protected]", "kapsule-system", "kapsule-k8s"):
         assert name in out
-    assert "kapsule-ci-compile [ignores size]" in out
+    assert "kapsule-ci-compile [protected; ignores size]" in out
     assert "nodeType=L40S-1-48G" in out
     assert "ci-compile   L4-1-24G    fr-par-2  0-1    7 CPU, 44 GiB  time-slicing x2  rl          2" in out
     assert "kubeconfig = [secret]" in out
@@ -83,3 +84,29 @@ def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
     document = json.loads(capsys.readouterr().out)
     assert "A day, new setup against old:" in document["report"]  # what MR notes post
     assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"
+
+
+def test_a_green_plan_means_a_green_preview(
+    stack_file: Callable[[dict[str, Any]], Path], dev_platform: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plan runs the policy pack over what it would register: a mandatory violation is shown, kept in the
+    JSON for the MR note, and makes `plan` exit 1 (2 stays for an unusable config)."""
+    assert main(["plan"]) == 0
+    assert "Policy pack (policy/, over these resources):\n  no violation\n" in capsys.readouterr().out
+    dev_platform["pools"]["ci-training"]["min_size"] = 1  # valid for the spec, refused by gpu-pool-scales-to-zero
+    assert main(["plan", "--json", "--config", str(stack_file(dev_platform))]) == 1
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["policy"] == [
+        {
+            "policy": "gpu-pool-scales-to-zero",
+            "resource": "kapsule-ci-training",
+            "message": document["policy"][0]["message"],
+            "level": "mandatory",
+        }
+    ]
+    assert document["policy"][0]["message"].startswith("GPU pool 'ci-training' (L40S-1-48G): minSize=1")
+    assert any(
+        w.startswith("policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:") for w in document["warnings"]
+    )
+    assert captured.err.startswith("error: policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:")

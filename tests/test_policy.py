@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.metadata
 import re
+import sys
+import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,6 @@ from typing import Any
 import pytest
 import tomli_w
 import yaml
-from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import rpc
 from pulumi_policy import (
     PolicyCustomTimeouts,
@@ -27,16 +29,18 @@ from pulumi_policy import (
     ResourceValidationArgs,
     StackValidationArgs,
 )
-from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _NotApplicableError
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from infra.catalog import BUILTIN_NODE_TYPES
+from infra.config.errors import SpecError
 from infra.config.gpu_operator import GpuOperatorSpec
+from infra.config.platform import load_spec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
 from infra.model import DEVICE_PLUGIN_CONFIG_LABEL
+from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
-from infra.offline.mocks import RecordedResource
+from infra.offline.policy_check import analyzed, engine_props
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 from policy import policies as pol
 
@@ -59,11 +63,16 @@ Validate = Callable[[Any, Any], None]
 # How the analyzer presents a resource to a policy
 
 
-def engine_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`inputs` as `Analyze` hands them to a policy: protobuf Struct -> dict, secrets unwrapped, proxied."""
-    struct = struct_pb2.Struct()
-    struct.update(dict(inputs))
-    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
+# engine_props: `inputs` as `Analyze` hands them to a policy (infra.offline.policy_check, shared with `plan`).
+
+
+def _record(reported: list[tuple[str, str | None]]) -> Callable[..., None]:
+    """A report_violation that keeps (message, urn)."""
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append((message, urn))
+
+    return report
 
 
 def options(*, protect: bool = False, ignore_changes: list[str] | None = None) -> PolicyResourceOptions:
@@ -325,6 +334,275 @@ def test_a_runner_release_may_drain_instead_of_being_atomic() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Job pods: pod_spec patches, capabilities, the service-account token, identity overrides, isolation
+
+GPU_PATCH = {"name": "gpu", "patch_type": "strategic", "patch": "containers:\n- name: build\n"}
+
+
+def _patch(patch: str, patch_type: str = "strategic") -> dict[str, Any]:
+    return {"pod_spec": [GPU_PATCH, {"name": "extra", "patch_type": patch_type, "patch": patch}]}
+
+
+@pytest.mark.parametrize(
+    ("settings", "shown"),
+    [
+        (
+            _patch("containers:\n- name: build\n  securityContext: {privileged: true}\n"),
+            "pod_spec[extra].patch.containers[0].securityContext.privileged=True",
+        ),
+        (_patch('{"hostPID": true}', "merge"), "pod_spec[extra].patch.hostPID=True"),
+        (_patch("hostNetwork: true\n"), "pod_spec[extra].patch.hostNetwork=True"),
+        (_patch("volumes:\n- name: root\n  hostPath: {path: /}\n"), "pod_spec[extra].patch.volumes[0].hostPath='/'"),
+        (_patch('[{"op": "add", "path": "/hostPID", "value": true}]', "json"), "pod_spec[extra].patch.hostPID=True"),
+        (
+            _patch("containers:\n- name: build\n  securityContext: {capabilities: {add: [NET_RAW]}}\n"),
+            "pod_spec[extra].patch.containers[0].securityContext.capabilities.add=['NET_RAW']",
+        ),
+        ({"cap_add": ["NET_RAW"]}, "kubernetes.cap_add=['NET_RAW']"),
+        ({"automount_service_account_token": True}, "kubernetes.automount_service_account_token=True"),
+        (
+            {"pod_spec": [{"name": "file", "patch_path": "/etc/patch.yaml"}]},
+            "pod_spec[file].patch_path='/etc/patch.yaml'",
+        ),
+    ],
+    ids=[
+        "patch-privileged",
+        "host-pid",
+        "host-network",
+        "host-path",
+        "json-patch",
+        "patch-cap",
+        "net-raw",
+        "automount",
+        "patch-path",
+    ],
+)
+def test_patches_and_settings_that_reach_the_host_fail(settings: dict[str, Any], shown: str) -> None:
+    found = violations(pol.runner_job_pods_unprivileged, resource_args(RELEASE, runner_release(settings)))
+    shown = shown if shown.startswith("kubernetes.") else f"kubernetes.{shown}"
+    assert found == [
+        f"Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': {shown}: job pods must not "
+        "be privileged or escalate privileges (a job would be root on the GPU node)"
+    ]
+
+
+def test_the_gpu_patch_and_an_allowed_capability_pass() -> None:
+    settings = {"pod_spec": [GPU_PATCH], "cap_add": ["NET_BIND_SERVICE"], "automount_service_account_token": False}
+    args = resource_args(RELEASE, runner_release(settings), config={"allowed_capabilities": ["CAP_NET_BIND_SERVICE"]})
+    assert violations(pol.runner_job_pods_unprivileged, args) == []
+    assert len(violations(pol.runner_job_pods_unprivileged, resource_args(RELEASE, runner_release(settings)))) == 1
+    privileged = resource_args(
+        RELEASE, runner_release({"cap_add": ["SYS_ADMIN"]}), config={"allowed_capabilities": ["SYS_ADMIN"]}
+    )
+    assert len(violations(pol.runner_job_pods_unprivileged, privileged)) == 1  # never allowed
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("service_account_overwrite_allowed", ".*"),
+        ("bearer_token_overwrite_allowed", True),
+        ("namespace_overwrite_allowed", "ci-.*"),
+    ],
+)
+def test_a_job_choosing_its_identity_or_namespace_fails(key: str, value: Any) -> None:
+    assert violations(pol.runner_no_identity_overrides, resource_args(RELEASE, runner_release())) == []
+    (found,) = violations(pol.runner_no_identity_overrides, resource_args(RELEASE, runner_release({key: value})))
+    assert f"kubernetes.{key}={pol._show(value)}: a job must not choose its service account" in found
+
+
+ISOLATED = {
+    "allowed_images": ["rg.fr-par.scw.cloud/gpu-ci/**"],
+    "allowed_services": [],
+    "cap_drop": ["ALL"],
+    "privileged": False,
+    "automount_service_account_token": False,
+}
+
+
+def test_a_runner_stating_its_isolation_passes() -> None:
+    assert violations(pol.runner_job_isolation, resource_args(RELEASE, runner_release(ISOLATED))) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        ({"allowed_images": []}, "kubernetes.allowed_images=[]"),
+        ({"allowed_images": ["*"]}, "kubernetes.allowed_images=['*']"),
+        ({"allowed_services": ["**/*"]}, "kubernetes.allowed_services=['**/*']"),
+        ({"allowed_services": None}, "kubernetes.allowed_services=unset"),
+        ({"cap_drop": ["NET_RAW"]}, "kubernetes.cap_drop=['NET_RAW']"),
+        ({"privileged": None}, "kubernetes.privileged=unset"),
+        ({"automount_service_account_token": None}, "kubernetes.automount_service_account_token=unset"),
+    ],
+    ids=[
+        "no-images",
+        "any-image",
+        "any-service",
+        "services-unset",
+        "no-drop-all",
+        "privileged-unset",
+        "automount-unset",
+    ],
+)
+def test_a_runner_missing_an_isolation_setting_fails(change: dict[str, Any], shown: str) -> None:
+    settings = {k: v for k, v in {**ISOLATED, **change}.items() if v is not None}
+    (found,) = violations(pol.runner_job_isolation, resource_args(RELEASE, runner_release(settings)))
+    assert f"runners.config [[runners]] '0': {shown}: " in found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# RBAC, the runner registration, pools, namespaces
+
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+USER_RUNNER = "gitlab:index/userRunner:UserRunner"
+K8S_NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+PODS_RULE = {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "get"]}
+
+
+def test_a_role_granting_a_wildcard_fails_and_a_named_one_passes() -> None:
+    named = {"metadata": {"name": "runner"}, "rules": [PODS_RULE]}
+    assert violations(pol.rbac_least_privilege, resource_args(ROLE, named)) == []
+    wide = {"metadata": {"name": "runner"}, "rules": [PODS_RULE, {**PODS_RULE, "resources": ["*"]}]}
+    assert violations(pol.rbac_least_privilege, resource_args(ROLE, wide)) == [
+        "Role 'runner': rules[1].resources contains '*': grant the resources and verbs the workload needs, by name"
+    ]
+
+
+def test_runner_chart_rbac_rules_are_listed_and_named() -> None:
+    listed = runner_release(rbac={"create": True, "rules": [PODS_RULE]})
+    assert violations(pol.rbac_least_privilege, resource_args(RELEASE, listed)) == []
+    default = runner_release(rbac={"create": True})
+    assert (
+        "values.rbac.rules=unset: the chart's default Role"
+        in violations(pol.rbac_least_privilege, resource_args(RELEASE, default))[0]
+    )
+    wide = runner_release(rbac={"create": True, "rules": [{**PODS_RULE, "verbs": ["*"]}]})
+    (found,) = violations(pol.rbac_least_privilege, resource_args(RELEASE, wide))
+    assert "values.rbac.rules[0].verbs contains '*'" in found
+
+
+def registration(**changes: Any) -> dict[str, Any]:
+    props = {
+        "description": "gpu-ci",
+        "runnerType": "project_type",
+        "projectId": 42,
+        "tagLists": ["kapsule", "gpu"],
+        "untagged": False,
+        "locked": True,
+        "accessLevel": "not_protected",
+    }
+    props.update(changes)
+    return props
+
+
+def test_a_tagged_locked_registration_passes() -> None:
+    assert violations(pol.runner_registration_scoped, resource_args(USER_RUNNER, registration())) == []
+    group = registration(runnerType="group_type", projectId=None, groupId=7, locked=None)
+    assert violations(pol.runner_registration_scoped, resource_args(USER_RUNNER, group)) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "config", "expected"),
+    [
+        ({"untagged": True}, None, "GitLab runner 'gpu-ci': untagged=True: set untagged: false"),
+        ({"untagged": None}, None, "GitLab runner 'gpu-ci': untagged=unset"),
+        ({"locked": False}, None, "GitLab runner 'gpu-ci': locked=False: a project runner must be locked"),
+        (
+            {},
+            {"allowed_access_levels": ["ref_protected"]},
+            "GitLab runner 'gpu-ci': accessLevel='not_protected': allowed are ['ref_protected']",
+        ),
+        ({"accessLevel": None}, None, "GitLab runner 'gpu-ci': accessLevel=unset"),
+    ],
+    ids=["untagged", "untagged-unset", "unlocked", "level-not-allowed", "level-unset"],
+)
+def test_a_loose_registration_fails(changes: dict[str, Any], config: dict[str, Any] | None, expected: str) -> None:
+    props = {k: v for k, v in registration(**changes).items() if v is not None}
+    (found,) = violations(pol.runner_registration_scoped, resource_args(USER_RUNNER, props, config=config))
+    assert found.startswith(expected)
+
+
+def test_pools_must_be_protected() -> None:
+    props = {"name": "system", "nodeType": "PRO2-XXS"}
+    assert violations(pol.kapsule_pool_protected, resource_args(POOL, props, opts=options(protect=True))) == []
+    assert violations(pol.kapsule_pool_protected, resource_args(POOL, props)) == [
+        "Kapsule pool 'system': protect=False: pools must be protected; a node-type change goes through a new pool "
+        "(docs/security.md, 'Safe replacements')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("level", "ok"), [("baseline", True), ("restricted", True), ("privileged", False), (None, False)]
+)
+def test_namespaces_enforce_baseline_pod_security(level: str | None, ok: bool) -> None:
+    labels = {"app.kubernetes.io/part-of": "gpu-ci", **({pol.POD_SECURITY_ENFORCE_LABEL: level} if level else {})}
+    props = {"metadata": {"name": "gitlab-runner", "labels": labels}}
+    args = resource_args(K8S_NAMESPACE, props)
+    found = violations(pol.namespace_pod_security, args)
+    assert found == (
+        []
+        if ok
+        else [
+            f"namespace 'gitlab-runner': label pod-security.kubernetes.io/enforce={pol._show(level)}: set it to "
+            "'baseline' or 'restricted' so the API server refuses privileged job pods"
+        ]
+    )
+    exempt = resource_args(K8S_NAMESPACE, props, config={"exempt_namespaces": ["gitlab-runner"]})
+    assert violations(pol.namespace_pod_security, exempt) == []
+
+
+DENY_ALL = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+def _namespace_stack(spec: dict[str, Any] | None, namespace: str = "gitlab-runner") -> list[PolicyResource]:
+    resources = [stack_resource(K8S_NAMESPACE, "runner-namespace", {"metadata": {"name": "gitlab-runner"}})]
+    if spec is not None:
+        props = {"metadata": {"name": "default-deny", "namespace": namespace}, "spec": spec}
+        resources.append(stack_resource(NETWORK_POLICY, "deny", props))
+    return resources
+
+
+def test_a_default_deny_network_policy_in_the_runner_namespace_passes() -> None:
+    assert violations(pol.runner_namespace_default_deny, StackValidationArgs(_namespace_stack(DENY_ALL))) == []
+    selector = {**DENY_ALL, "podSelector": {"matchLabels": {}}}
+    assert violations(pol.runner_namespace_default_deny, StackValidationArgs(_namespace_stack(selector))) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "namespace"),
+    [
+        (None, "gitlab-runner"),
+        (DENY_ALL, "other"),
+        ({**DENY_ALL, "policyTypes": ["Ingress"]}, "gitlab-runner"),
+        ({**DENY_ALL, "egress": [{}]}, "gitlab-runner"),  # allow-all egress
+        ({**DENY_ALL, "podSelector": {"matchLabels": {"job": "x"}}}, "gitlab-runner"),
+    ],
+    ids=["none", "elsewhere", "ingress-only", "allows-egress", "some-pods"],
+)
+def test_a_runner_namespace_without_default_deny_fails_on_the_namespace(
+    spec: dict[str, Any] | None, namespace: str
+) -> None:
+    resources = _namespace_stack(spec, namespace)
+    reported: list[tuple[str, str | None]] = []
+    pol.runner_namespace_default_deny(StackValidationArgs(resources), _record(reported))
+    assert reported == [
+        (
+            "namespace 'gitlab-runner': no default-deny NetworkPolicy (empty podSelector, policyTypes [Ingress, "
+            "Egress], no rule): job pods could reach the whole cluster and the internet",
+            f"urn:pulumi:dev::gpu-ci::{K8S_NAMESPACE}::runner-namespace",
+        )
+    ]
+
+
+def test_a_runner_release_namespace_the_stack_does_not_create_is_checked_too() -> None:
+    release = stack_resource(RELEASE, "runner-release", {**runner_release(), "namespace": "ci-jobs"})
+    (found,) = violations(pol.runner_namespace_default_deny, StackValidationArgs([release]))
+    assert found.startswith("namespace 'ci-jobs': no default-deny NetworkPolicy")
+
+
+# ---------------------------------------------------------------------------------------------------------
 # CI/CD variables
 
 WANDB_KEY = "0123456789abcdef0123456789abcdef01234567"
@@ -497,7 +775,7 @@ def test_gpu_pools_selecting_existing_configs_pass() -> None:
 def test_a_gpu_pool_selecting_a_missing_config_fails_on_the_pool() -> None:
     reported: list[tuple[str, str | None]] = []
     args = StackValidationArgs(sharing_stack(pool_key="ci-trainig"))
-    pol.gpu_pool_config_exists(args, lambda message, urn=None: reported.append((message, urn)))
+    pol.gpu_pool_config_exists(args, _record(reported))
     assert reported == [
         (
             "GPU pool 'ci-training': nvidia.com/device-plugin.config='ci-trainig' is not a key of the device-plugin "
@@ -530,7 +808,7 @@ def test_the_pack_agrees_with_the_program_constants() -> None:
 
 def test_policies_have_unique_names_and_schema_defaults_that_match_the_code() -> None:
     names = [p.name for p in pol.POLICIES]
-    assert len(names) == len(set(names)) == 11
+    assert len(names) == len(set(names)) == 18
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", n) for n in names)
     schemas = {p.name: p.config_schema.properties for p in pol.POLICIES if p.config_schema}
     assert schemas["runner-poll-timeout-covers-cold-start"]["min_poll_timeout_seconds"]["default"] == 900
@@ -571,49 +849,14 @@ def _requirements(path: Path) -> list[str]:
 # fail on a default a provider adds: the real preview is the authority.
 
 
-def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> ResourceValidationArgs:
-    """A recorded registration as the analyzer would present it (secrets still wrapped go through the SDK)."""
-    opts = PolicyResourceOptions(
-        protect=resource.options["protect"],
-        ignore_changes=resource.options["ignore_changes"],
-        delete_before_replace=resource.options["delete_before_replace"],
-        aliases=[],
-        custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
-        additional_secret_outputs=resource.options["additional_secret_outputs"],
-        parent=resource.parent or None,
-    )
-    props = engine_props(resource.inputs)
-    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, opts, None, config)
-
-
 def policy_report(run: ProgramRun, config: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, str, str]]:
-    """(policy, resource name, message) for every violation, resource rules then stack rules."""
-    config = config or {}
-    found: list[tuple[str, str, str]] = []
-    managed = [r for r in run.resources if not r.options["read"]]
-    for resource in managed:
-        for policy in pol.RESOURCE_POLICIES:
-            args = analyzed(resource, config.get(policy.name))
-            try:
-                policy.validate(
-                    args, lambda message, urn=None, p=policy, r=resource: found.append((p.name, r.name, message))
-                )
-            except _NotApplicableError:
-                continue
-    by_urn = {r.urn: r.name for r in managed}
-    stack = [
-        PolicyResource(r.type, engine_props(r.outputs), r.urn, r.name, analyzed(r, None).opts, None, None, [], {})
-        for r in managed
-    ]
-    for policy in pol.STACK_POLICIES:
-        args = StackValidationArgs(stack, config.get(policy.name))
-        policy.validate(args, lambda message, urn=None, p=policy: found.append((p.name, by_urn.get(urn, ""), message)))
-    return found
+    """(policy, resource name, message) for every violation: the bridge `python -m infra plan` runs."""
+    return [(v.policy, v.resource, v.message) for v in policy_check.policy_report(run, config, pack=pol)]
 
 
-def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
+def test_the_rules_see_the_programs_resources(dev_run: ProgramRun) -> None:
     """Guards the bridge against passing vacuously: each rule finds what it checks."""
-    run = run_program(dev_stack)
+    run = dev_run
     pools = {r.plain_inputs["name"]: analyzed(r, None) for r in run.by_type(POOL)}
     assert {name for name, args in pools.items() if pol._gpu_pool(args)} == {"ci-compile", "ci-training"}
     releases = [analyzed(r, None) for r in run.by_type(RELEASE)]
@@ -626,8 +869,8 @@ def test_the_rules_see_the_programs_resources(dev_stack: StackConfig) -> None:
     assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
 
 
-def test_the_dev_stack_passes_every_rule(dev_stack: StackConfig) -> None:
-    assert policy_report(run_program(dev_stack)) == []
+def test_the_dev_stack_passes_every_rule(dev_run: ProgramRun) -> None:
+    assert policy_report(dev_run) == []
 
 
 def test_the_dev_stack_with_a_cache_and_a_secret_variable_passes_every_rule(
@@ -650,10 +893,6 @@ def _fixed_gpu_pool(p: dict[str, Any]) -> None:
     p["pools"]["ci-training"].update(min_size=1, max_size=1, autoscaling=False)
 
 
-def _unprotected_cluster(p: dict[str, Any]) -> None:
-    p["cluster"]["protect"] = False
-
-
 def _public_registry(p: dict[str, Any]) -> None:
     p["registry"]["is_public"] = True
 
@@ -664,8 +903,9 @@ def _fast_cold_start(p: dict[str, Any]) -> None:
     p["runner"]["poll_timeout_margin_minutes"] = 1
 
 
-def _plain_token(p: dict[str, Any]) -> None:
-    p["ci"]["variables"] = {"HF_TOKEN": "hf_notreallyatokenbutlongenough0123"}
+def _unmasked_secret(p: dict[str, Any]) -> None:
+    # a token as a plain value is refused by the spec itself (platform.ci.variables: use secret:)
+    p["ci"]["variables"] = {"HF_TOKEN": {"secret": "hf_token", "masked": False}}
 
 
 @pytest.mark.parametrize(
@@ -698,10 +938,6 @@ def _plain_token(p: dict[str, Any]) -> None:
             ],
         ),
         (
-            _unprotected_cluster,
-            [("kapsule-cluster-protected", "kapsule-cluster", "Kapsule cluster 'gpu-ci': protect=False")],
-        ),
-        (
             _public_registry,
             [("registry-namespace-private", "registry-namespace", "registry namespace 'gpu-ci': isPublic=True")],
         ),
@@ -710,20 +946,20 @@ def _plain_token(p: dict[str, Any]) -> None:
             [
                 (
                     "runner-poll-timeout-covers-cold-start",
-                    "runner-release",
-                    "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
+                    "runner-ci-training-release",
+                    "Helm release 'gitlab-runner-ci-training' (gitlab-runner): runners.config [[runners]] '0': "
                     "kubernetes.poll_timeout=240: below 900 s",
                 ),
                 (
                     "runner-poll-timeout-covers-cold-start",
-                    "runner-ci-training-release",
-                    "Helm release 'gitlab-runner-ci-training' (gitlab-runner): runners.config [[runners]] '0': "
+                    "runner-release",
+                    "Helm release 'gitlab-runner' (gitlab-runner): runners.config [[runners]] '0': "
                     "kubernetes.poll_timeout=240: below 900 s",
                 ),
             ],
         ),
         (
-            _plain_token,
+            _unmasked_secret,
             [
                 (
                     "ci-secret-variables-masked",
@@ -733,18 +969,36 @@ def _plain_token(p: dict[str, Any]) -> None:
             ],
         ),
     ],
-    ids=["gpu-min-size-1", "fixed-gpu-pool", "unprotected-cluster", "public-registry", "short-poll", "plain-token"],
+    ids=["gpu-min-size-1", "fixed-gpu-pool", "public-registry", "short-poll", "unmasked-secret"],
 )
-def test_a_spec_the_spec_allows_but_the_policies_refuse(
+def test_what_the_pack_refuses_the_spec_says_at_the_key(
     dev_stack: StackConfig, dev_platform: dict[str, Any], edit: Callable[[dict[str, Any]], None], expected: list
 ) -> None:
-    """Valid for the spec (the program registers it), refused by the pack: what a reviewer would see."""
+    """Valid for the spec (the program registers it), refused by the pack with its default config: the spec
+    warns at the key (so `plan` shows it and, with the pack's verdict, exits 1), and the pack refuses."""
     edit(dev_platform)
-    run = run_program(dev_stack.with_values({"platform": dev_platform}))
-    found = policy_report(run)
+    run = run_program(dev_stack.with_values({"platform": dev_platform, "hf_token": "x"}, secret_keys=("hf_token",)))
+    found = sorted(policy_report(run))  # registration order depends on the event loop
+    expected = sorted(expected)
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
     for (_, _, message), (_, _, start) in zip(found, expected, strict=True):
         assert message.startswith(start), message
+    warned = [message for level, message in run.logs if level == "warning"]
+    said = {
+        "gpu-pool-scales-to-zero": "platform.pools.ci-training.min_size=1: an always-on GPU pool",
+        "registry-namespace-private": "platform.registry.is_public=true: the policy pack",
+        "runner-poll-timeout-covers-cold-start": "platform.pools.ci-training.cold_start_minutes=3: + ",
+    }
+    for policy, _, _ in found:
+        if policy in said:
+            assert any(w.startswith(said[policy]) for w in warned), (policy, warned)
+
+
+def test_an_unprotected_cluster_cannot_be_asked_for(dev_platform: dict[str, Any]) -> None:
+    """`cluster.protect` only existed to be refused by kapsule-cluster-protected: it is gone."""
+    dev_platform["cluster"]["protect"] = False
+    with pytest.raises(SpecError, match=r"^platform\.cluster\.protect=false: unknown key"):
+        load_spec(dev_platform)
 
 
 def test_the_policy_config_can_allow_an_always_on_gpu_pool(
@@ -752,7 +1006,8 @@ def test_the_policy_config_can_allow_an_always_on_gpu_pool(
 ) -> None:
     _min_size_one(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
-    assert policy_report(run, {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}) == []
+    config = {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}
+    assert policy_report(run, config) == []
 
 
 def _broken(run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None]) -> ProgramRun:
@@ -777,7 +1032,12 @@ def _privileged(inputs: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("type_token", "name", "change", "expected"),
     [
-        (RELEASE, "runner-release", _privileged, ("runner-job-pods-unprivileged", "kubernetes.privileged=True")),
+        (
+            RELEASE,
+            "runner-release",
+            _privileged,
+            (("runner-job-pods-unprivileged", "runner-job-isolation"), "kubernetes.privileged=True"),
+        ),
         (
             RELEASE,
             "runner-release",
@@ -808,17 +1068,92 @@ def _privileged(inputs: dict[str, Any]) -> None:
             lambda i: i.update(isPublic=True),
             ("registry-namespace-private", "isPublic=True"),
         ),
+        (
+            RELEASE,
+            "runner-release",
+            lambda i: _edit_runner_toml(i, _host_path_patch),
+            ("runner-job-pods-unprivileged", "kubernetes.pod_spec[host].patch.volumes[0].hostPath='/var/run'"),
+        ),
+        (
+            RELEASE,
+            "runner-release",
+            lambda i: _edit_runner_toml(i, lambda k: k.update(service_account_overwrite_allowed=".*")),
+            ("runner-no-identity-overrides", "kubernetes.service_account_overwrite_allowed='.*'"),
+        ),
+        (
+            RELEASE,
+            "runner-release",
+            lambda i: i["values"]["rbac"]["rules"].append({"apiGroups": [""], "resources": ["*"], "verbs": ["get"]}),
+            ("rbac-least-privilege", "values.rbac.rules[8].resources contains '*'"),
+        ),
+        (
+            "gitlab:index/userRunner:UserRunner",
+            "runner-registration",
+            lambda i: i.update(untagged=True),
+            ("runner-registration-scoped", "untagged=True"),
+        ),
     ],
-    ids=["privileged", "cluster-wide-rbac", "not-atomic", "untainted-gpu-pool", "missing-config-key", "public"],
+    ids=[
+        "privileged",
+        "cluster-wide-rbac",
+        "not-atomic",
+        "untainted-gpu-pool",
+        "missing-config-key",
+        "public",
+        "host-path-patch",
+        "service-account-override",
+        "wildcard-role",
+        "untagged-runner",
+    ],
 )
 def test_inputs_the_program_never_writes_are_refused(
-    dev_stack: StackConfig, type_token: str, name: str, change: Callable[[dict[str, Any]], None], expected: tuple
+    dev_run: ProgramRun, type_token: str, name: str, change: Callable[[dict[str, Any]], None], expected: tuple
 ) -> None:
     """What the spec cannot express (the program hard-codes it), broken in the recorded inputs instead."""
-    run = _broken(run_program(dev_stack), type_token, name, change)
-    ((policy, resource, message),) = policy_report(run)
-    assert (policy, resource) == (expected[0], name)
-    assert expected[1] in message
+    run = _broken(dev_run, type_token, name, change)
+    policies = expected[0] if isinstance(expected[0], tuple) else (expected[0],)
+    found = policy_report(run)
+    assert [(policy, resource) for policy, resource, _ in found] == [(policy, name) for policy in policies]
+    assert expected[1] in found[0][2]
+
+
+def _edit_runner_toml(inputs: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> None:
+    """Change the `kubernetes` table of the (first) runner in the release's config.toml."""
+    document = tomllib.loads(inputs["values"]["runners"]["config"])
+    change(document["runners"][0]["kubernetes"])
+    inputs["values"]["runners"]["config"] = tomli_w.dumps(document)
+
+
+def _host_path_patch(kubernetes: dict[str, Any]) -> None:
+    patch = "volumes:\n- name: docker\n  hostPath: {path: /var/run}\n"
+    kubernetes["pod_spec"].append({"name": "host", "patch_type": "strategic", "patch": patch})
+
+
+def test_an_unprotected_pool_is_refused(dev_run: ProgramRun) -> None:
+    run = dev_run
+    resources = []
+    for recorded in run.resources:
+        resource = copy.deepcopy(recorded) if recorded.name == "kapsule-system" else recorded
+        if resource is not recorded:
+            resource.options["protect"] = False
+        resources.append(resource)
+    found = policy_report(ProgramRun(resources, run.outputs, run.logs))
+    assert [(p, r) for p, r, _ in found] == [("kapsule-pool-protected", "kapsule-system")]
+
+
+def test_the_policy_config_can_restrict_the_runners_access_level(
+    dev_stack: StackConfig, dev_platform: dict[str, Any], dev_run: ProgramRun
+) -> None:
+    config = {"runner-registration-scoped": {"allowed_access_levels": ["ref_protected"]}}
+    found = policy_report(dev_run, config)
+    assert sorted((p, r) for p, r, _ in found) == [
+        ("runner-registration-scoped", "runner-ci-training-registration"),
+        ("runner-registration-scoped", "runner-registration"),
+    ]
+    assert "accessLevel='not_protected': allowed are ['ref_protected']" in found[0][2]
+    dev_platform["runner"]["access_level"] = "ref_protected"
+    run = run_program(dev_stack.with_values({"platform": dev_platform}))
+    assert policy_report(run, config) == []
 
 
 def test_an_unknown_value_stops_a_rule_as_the_sdk_intends() -> None:
@@ -827,3 +1162,18 @@ def test_an_unknown_value_stops_a_rule_as_the_sdk_intends() -> None:
     args = resource_args(POOL, gpu_pool(minSize=UNKNOWN_STRING_VALUE), opts=AUTOSCALED)
     with pytest.raises(UnknownValueError):
         violations(pol.gpu_pool_scales_to_zero, args)
+
+
+def test_the_pack_imports_only_what_its_virtualenv_has() -> None:
+    """The pack's venv installs policy/requirements.txt (pulumi, pulumi-policy) and nothing else: every import
+    is the standard library, those two, or PyYAML, which the pulumi SDK itself requires."""
+    imported = set()
+    for path in POLICY_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add(node.module.split(".")[0])
+    third_party = imported - set(sys.stdlib_module_names) - {"__future__", "policies"}
+    assert third_party == {"pulumi_policy", "yaml"}
+    assert any(re.match(r"pyyaml\b", r, re.IGNORECASE) for r in importlib.metadata.requires("pulumi") or [])

@@ -8,7 +8,7 @@ import pulumi
 import pytest
 import yaml
 
-from infra.offline.harness import run_program
+from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
 from infra.offline.stack_config import StackConfig
 
@@ -18,8 +18,8 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 CLUSTER_POLICY_PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"
 
 
-def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
-    run = run_program(dev_stack)
+def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
+    run = dev_run
     counts: dict[str, int] = {}
     for resource in run.resources:
         counts[resource.type] = counts.get(resource.type, 0) + 1
@@ -37,9 +37,6 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
         # issue 3: registry, runner, CI templates and variables
         "gpu-ci:infra:ContainerRegistry": 1,
         "scaleway:registry/namespace:Namespace": 1,
-        "scaleway:iam/application:Application": 1,
-        "scaleway:iam/policy:Policy": 1,
-        "scaleway:iam/apiKey:ApiKey": 1,
         "gpu-ci:infra:GitlabRunner": 1,
         # issue 9: one runner per GPU pool (registration, token Secret, release), isolated namespace
         "gitlab:index/userRunner:UserRunner": 2,
@@ -64,8 +61,8 @@ def test_dev_stack_registers_the_design(dev_stack: StackConfig) -> None:
     assert run.one(CLUSTER, "kapsule-cluster").options["protect"] is True
 
 
-def test_exports_ids_and_a_secret_kubeconfig(dev_stack: StackConfig) -> None:
-    run = run_program(dev_stack)
+def test_exports_ids_and_a_secret_kubeconfig(dev_run: ProgramRun) -> None:
+    run = dev_run
     assert set(run.outputs) >= {"cluster_id", "pool_ids", "kubeconfig", "capacity"}
     assert run.outputs["kubeconfig"].secret is True
     assert run.outputs["kubeconfig"].value.startswith(MOCK_KUBECONFIG_PREFIX)
@@ -80,8 +77,8 @@ def test_exports_ids_and_a_secret_kubeconfig(dev_stack: StackConfig) -> None:
             assert MOCK_KUBECONFIG_PREFIX not in str(output.value), f"kubeconfig leaked into output {name}"
 
 
-def test_overcommit_is_logged_as_a_warning(dev_stack: StackConfig) -> None:
-    run = run_program(dev_stack)
+def test_overcommit_is_logged_as_a_warning(dev_run: ProgramRun) -> None:
+    run = dev_run
     warnings = [message for level, message in run.logs if level == "warning"]
     assert any(w.startswith("platform.profiles.supervised.memory_limit='40Gi'") for w in warnings)
 
@@ -134,9 +131,9 @@ def _sharing_replicas(run: Any) -> dict[str, int]:
     return replicas
 
 
-def test_design_concurrency_from_the_rendered_configs(dev_stack: StackConfig) -> None:
+def test_design_concurrency_from_the_rendered_configs(dev_run: ProgramRun) -> None:
     """The design: 2 RL jobs per L4 (time-sliced x2, CPU-bound too), 4 supervised per L40S (time-sliced x4)."""
-    run = run_program(dev_stack)
+    run = dev_run
     assert _sharing_replicas(run) == {"ci-compile": 2, "ci-training": 4}
     capacity = {row["pool"]: row for row in run.outputs["capacity"].value}
     assert (capacity["ci-compile"]["jobs_per_node"], capacity["ci-compile"]["node_type"]) == (2, "L4-1-24G")
@@ -145,8 +142,8 @@ def test_design_concurrency_from_the_rendered_configs(dev_stack: StackConfig) ->
     assert "nvidia.com/device-plugin.config" not in system_labels  # the CPU pool gets no plugin config
 
 
-def test_cluster_policy_patch_points_at_the_config_map(dev_stack: StackConfig) -> None:
-    run = run_program(dev_stack)
+def test_cluster_policy_patch_points_at_the_config_map(dev_run: ProgramRun) -> None:
+    run = dev_run
     config_map = run.one(CONFIG_MAP, "gpu-sharing-config")
     patch = run.one(CLUSTER_POLICY_PATCH, "gpu-sharing-cluster-policy")
     config = patch.plain_inputs["spec"]["devicePlugin"]["config"]
@@ -163,10 +160,12 @@ def test_cluster_policy_patch_points_at_the_config_map(dev_stack: StackConfig) -
     }
 
 
-def test_a_sharing_change_rewrites_only_the_config_map(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
+def test_a_sharing_change_rewrites_only_the_config_map(
+    dev_stack: StackConfig, dev_platform: dict[str, Any], dev_run: ProgramRun
+) -> None:
     """What `pulumi up` changes for a new sharing: the ConfigMap's data. The pool labels and the ClusterPolicy
     patch stay as they are, so nothing restarts on a running GPU node (docs/routing-and-sharing.md)."""
-    before = run_program(dev_stack)
+    before = dev_run
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 3}
     after = run_program(dev_stack.with_values({"platform": dev_platform}))
     for type_token, name in ((CLUSTER_POLICY_PATCH, "gpu-sharing-cluster-policy"), (POOL, "kapsule-ci-training")):
@@ -177,8 +176,8 @@ def test_a_sharing_change_rewrites_only_the_config_map(dev_stack: StackConfig, d
     assert yaml.safe_load(new_map["data"]["ci-training"])["sharing"]["mps"]["resources"][0]["replicas"] == 3
 
 
-def test_cost_is_exported(dev_stack: StackConfig) -> None:
-    cost = run_program(dev_stack).outputs["cost"]
+def test_cost_is_exported(dev_run: ProgramRun) -> None:
+    cost = dev_run.outputs["cost"]
     assert cost.secret is False
     assert cost.value["baseline"]["node_type"] == "L40S-1-48G"
     assert cost.value["eur_per_day"] < cost.value["baseline"]["eur_per_day"]
@@ -197,10 +196,10 @@ SINGLE_RUNNER_LAYOUT = {
 """The URNs and physical names of the single runner (before one runner per pool), as the dev stack's state has them."""
 
 
-def test_migration_from_one_runner_keeps_its_registration_token_and_release(dev_stack: StackConfig) -> None:
+def test_migration_from_one_runner_keeps_its_registration_token_and_release(dev_run: ProgramRun) -> None:
     """`pulumi up` on a stack with the single runner: same URNs (no re-registration, no new token, no replaced
     release), same physical names; the other pool's runner is added beside them."""
-    run = run_program(dev_stack)
+    run = dev_run
     by_urn = {r.urn: r for r in run.resources}
     for urn, physical in SINGLE_RUNNER_LAYOUT.items():
         assert urn in by_urn, f"{urn} would be deleted and recreated"

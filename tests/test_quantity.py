@@ -1,5 +1,6 @@
 """Kubernetes quantities: exact values, and strict rejection of what Kubernetes would misread."""
 
+import time
 from fractions import Fraction
 
 import pytest
@@ -75,3 +76,25 @@ def test_round_trips_from_numbers() -> None:
     assert str(Memory.from_bytes(44 * 2**30)) == "44Gi"
     assert str(Memory.from_bytes(1536 * 2**20)) == "1536Mi"
     assert Memory.parse("40Gi").gib == Fraction(40)
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "1e9999999", "5e41", "9" * 65, "1" + "0" * 70 + "e5"])
+def test_huge_exponents_and_long_numbers_are_refused_before_computing(text: str) -> None:
+    """`1e999999999` used to hang (10**999999999 as an exact fraction): now it is refused in microseconds."""
+    started = time.perf_counter()
+    for parse in (Cpu.parse, Memory.parse):
+        with pytest.raises(QuantityError):
+            parse(text)
+    assert time.perf_counter() - started < 0.01
+
+
+def test_a_trailing_newline_is_not_a_quantity() -> None:
+    with pytest.raises(QuantityError, match="not a Kubernetes CPU quantity"):
+        Cpu.parse("3\n")
+    with pytest.raises(QuantityError, match="not a Kubernetes memory quantity"):
+        Memory.parse("8Gi\n")
+
+
+def test_a_tiny_exponent_is_zero_not_a_hang() -> None:
+    with pytest.raises(QuantityError, match="greater than zero"):
+        Memory.parse("1e-999999999")

@@ -6,13 +6,17 @@ tests assert on what the server received and holds, not on how the client was ca
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import date, timedelta
 from pathlib import Path
 
+import gitlab as python_gitlab
 import pytest
 from fake_gitlab import FakeGitLab, Token, running
+from gitlab.exceptions import GitlabUpdateError
 
 from infra.__main__ import main
+from infra.review.gitlab_notes import Target, TokenFacts, judge_token, upsert_note
 from infra.review.note import marker
 
 PROJECT = 42
@@ -21,6 +25,8 @@ HEAD_SHA = "a" * 40
 BOT = Token(user_id=900, username="project_42_bot", scopes=frozenset({"api"}))
 HUMAN = Token(user_id=5, username="alice", scopes=frozenset({"api"}))
 READER = Token(user_id=901, username="project_42_reader", scopes=frozenset({"read_api"}))
+OFFLINE_BOT = Token(user_id=902, username="project_42_bot_1", scopes=frozenset({"api"}))
+"""The unprotected plan-diff job's token user: another bot than the protected preview's."""
 
 CHANGES = """\
 Previewing update (dev):
@@ -38,7 +44,7 @@ NO_CHANGES = "Previewing update (dev):\n  pulumi:pulumi:Stack: (same)\nResources
 @pytest.fixture
 def gitlab() -> Iterator[FakeGitLab]:
     state = FakeGitLab(
-        tokens={"bot-token": BOT, "human-token": HUMAN, "reader-token": READER},
+        tokens={"bot-token": BOT, "human-token": HUMAN, "reader-token": READER, "offline-token": OFFLINE_BOT},
         projects={str(PROJECT): PROJECT, "platform/gpu-ci": PROJECT},
         merge_requests={(PROJECT, MR): HEAD_SHA},
     )
@@ -48,7 +54,7 @@ def gitlab() -> Iterator[FakeGitLab]:
 
 @pytest.fixture
 def ci_env(monkeypatch: pytest.MonkeyPatch, gitlab: FakeGitLab) -> pytest.MonkeyPatch:
-    """GitLab CI's predefined variables of a merge request pipeline, and the note token."""
+    """GitLab CI's predefined variables of a merge request pipeline, and the two note tokens."""
     for name, value in {
         "CI_SERVER_URL": gitlab.url,
         "CI_MERGE_REQUEST_PROJECT_ID": str(PROJECT),
@@ -57,7 +63,8 @@ def ci_env(monkeypatch: pytest.MonkeyPatch, gitlab: FakeGitLab) -> pytest.Monkey
         "CI_COMMIT_SHORT_SHA": HEAD_SHA[:8],
         "CI_JOB_URL": "https://gitlab.example.com/platform/gpu-ci/-/jobs/123",
         "CI_JOB_TOKEN": "glcbt-64_job-token-of-this-job",
-        "GITLAB_NOTE_TOKEN": "bot-token",
+        "GITLAB_PREVIEW_NOTE_TOKEN": "bot-token",
+        "GITLAB_NOTE_TOKEN": "offline-token",
         "PULUMI_STACK": "dev",
         "NO_PROXY": "127.0.0.1",
     }.items():
@@ -153,7 +160,7 @@ def test_a_failed_preview_is_worth_a_note(ci_env: pytest.MonkeyPatch, gitlab: Fa
 def test_a_token_without_the_api_scope_gets_a_clear_error(
     ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ci_env.setenv("GITLAB_NOTE_TOKEN", "reader-token")
+    ci_env.setenv("GITLAB_PREVIEW_NOTE_TOKEN", "reader-token")
     assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: the token lacks the `api` scope (GitLab answered 403 insufficient_scope)")
@@ -165,7 +172,7 @@ def test_a_token_without_the_api_scope_gets_a_clear_error(
 def test_the_ci_job_token_is_refused_before_any_request(
     ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ci_env.setenv("GITLAB_NOTE_TOKEN", "glcbt-64_job-token-of-this-job")
+    ci_env.setenv("GITLAB_PREVIEW_NOTE_TOKEN", "glcbt-64_job-token-of-this-job")
     assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
     assert "CI job token, which cannot post merge-request notes" in capsys.readouterr().err
     assert gitlab.requests == []
@@ -174,7 +181,7 @@ def test_the_ci_job_token_is_refused_before_any_request(
 def test_an_unknown_token_is_reported_as_rejected(
     ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ci_env.setenv("GITLAB_NOTE_TOKEN", "glpat-revoked")
+    ci_env.setenv("GITLAB_PREVIEW_NOTE_TOKEN", "glpat-revoked")
     assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
     assert capsys.readouterr().err.startswith("error: GitLab rejected the token (401")
 
@@ -200,11 +207,11 @@ def test_an_older_pipeline_does_not_overwrite_a_newer_note(
 def test_without_a_token_the_note_is_printed_not_posted(
     ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ci_env.delenv("GITLAB_NOTE_TOKEN")
+    ci_env.delenv("GITLAB_PREVIEW_NOTE_TOKEN")
     assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith(marker("dev"))
-    assert "$GITLAB_NOTE_TOKEN is not set" in captured.err
+    assert "$GITLAB_PREVIEW_NOTE_TOKEN is not set" in captured.err
     assert gitlab.requests == []
 
 
@@ -214,3 +221,128 @@ def test_outside_a_merge_request_pipeline_it_says_so(
     ci_env.delenv("CI_MERGE_REQUEST_IID")
     assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 2
     assert capsys.readouterr().err.startswith("error: not a merge request pipeline")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Least trust: the token is vetted before anything is written, and the two jobs post as two users
+
+
+def _plan_diff(tmp_path: Path) -> str:
+    path = tmp_path / "plan-diff.txt"
+    path.write_text(
+        "Offline plan diff of stack 'dev': main -> head\n\n" + CHANGES.split("Resources:")[1].join(["Resources:", ""]),
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            lambda g: g.members.update({(PROJECT, BOT.user_id): 30}),
+            "role on the project is Developer (30), above Reporter",
+        ),
+        (
+            lambda g: g.members.update({(PROJECT, BOT.user_id): 40}),
+            "role on the project is Maintainer (40), above Reporter",
+        ),
+        (lambda g: g.members.update({(PROJECT, BOT.user_id): None}), "the token's user is not a member of the project"),
+        (lambda g: g.token_expiry.update({"bot-token": None}), "the token never expires"),
+        (
+            lambda g: g.token_expiry.update({"bot-token": (date.today() + timedelta(days=120)).isoformat()}),
+            "more than 90 days from now",
+        ),
+        (
+            lambda g: g.tokens.update(
+                {"bot-token": Token(BOT.user_id, BOT.username, frozenset({"api", "write_repository"}))}
+            ),
+            "the token has scopes ['write_repository'] besides `api`",
+        ),
+    ],
+    ids=["developer", "maintainer", "not-a-member", "never-expires", "120-days", "write-repository"],
+)
+def test_a_token_that_could_do_more_than_comment_is_refused_before_any_write(
+    ci_env: pytest.MonkeyPatch,
+    gitlab: FakeGitLab,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    case: tuple[Callable[[FakeGitLab], None], str],
+) -> None:
+    setup, expected = case
+    setup(gitlab)
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and expected in err and err.count("\n") == 1
+    assert gitlab.writes() == [] and gitlab.notes_of(PROJECT, MR) == []
+    asked = [r.path for r in gitlab.requests]
+    assert asked[0] == "/api/v4/personal_access_tokens/self"
+
+
+def test_a_reporter_token_expiring_within_90_days_is_asked_about_and_used(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path
+) -> None:
+    gitlab.token_expiry["bot-token"] = (date.today() + timedelta(days=90)).isoformat()
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 0
+    paths = [r.path for r in gitlab.requests]
+    assert paths[:2] == ["/api/v4/personal_access_tokens/self", f"/api/v4/projects/{PROJECT}/members/all/900"]
+    assert len(gitlab.notes_of(PROJECT, MR)) == 1
+
+
+@pytest.mark.parametrize("unprotected", ["bot-token", "bot-token-again"])
+def test_the_protected_preview_refuses_to_post_as_the_unprotected_tokens_user(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str], unprotected: str
+) -> None:
+    gitlab.tokens["bot-token-again"] = BOT  # a second token of the same bot user
+    ci_env.setenv("GITLAB_NOTE_TOKEN", unprotected)
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
+    err = capsys.readouterr().err
+    assert "$GITLAB_PREVIEW_NOTE_TOKEN acts as the same GitLab user as $GITLAB_NOTE_TOKEN" in err
+    assert gitlab.writes() == []
+
+
+def test_the_unprotected_job_never_touches_the_protected_previews_note(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path
+) -> None:
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 0
+    [preview] = gitlab.notes_of(PROJECT, MR)
+    before = dict(preview)
+    assert preview["body"].startswith(marker("dev", "preview") + "\n")
+    gitlab.requests.clear()
+    assert main(["mr-note", "--plan-diff", _plan_diff(tmp_path)]) == 0
+    preview_after, offline = gitlab.notes_of(PROJECT, MR)
+    assert preview_after == before
+    assert (offline["author"]["id"], offline["body"].split("\n", 1)[0]) == (
+        OFFLINE_BOT.user_id,
+        marker("dev", "offline"),
+    )
+    assert [(r.method, r.path) for r in gitlab.writes()] == [
+        ("POST", f"/api/v4/projects/{PROJECT}/merge_requests/{MR}/notes")
+    ]
+
+
+def test_a_note_edit_by_another_user_is_refused_by_gitlab(gitlab: FakeGitLab) -> None:
+    """Why two identities suffice: only a note's author may edit it (GitLab's rule, which the fake keeps)."""
+    note = gitlab.add_note(PROJECT, MR, marker("dev", "offline") + "\nby the preview bot", BOT.user_id)
+    target = Target(gitlab.url, str(PROJECT), MR)
+    assert upsert_note(target, "offline-token", marker("dev", "offline"), "x", create=False).action == "skipped"
+    client = python_gitlab.Gitlab(gitlab.url, private_token="offline-token")
+    notes = client.projects.get(str(PROJECT), lazy=True).mergerequests.get(MR, lazy=True).notes
+    with pytest.raises(GitlabUpdateError) as refused:
+        notes.update(note, {"body": "tampered"})
+    assert refused.value.response_code == 403
+    assert gitlab.notes_of(PROJECT, MR)[0]["body"].endswith("by the preview bot")
+
+
+@pytest.mark.parametrize(
+    ("facts", "reason"),
+    [
+        (TokenFacts(1, ("api",), date(2027, 2, 28), 20), None),
+        (TokenFacts(1, ("api",), date(2027, 3, 1), 20), "the token expires on 2027-03-01, more than 90 days from now"),
+        (TokenFacts(1, ("api", "self_rotate"), date(2026, 12, 31), 10), None),
+        (TokenFacts(1, ("api",), date(2026, 12, 31), 20, active=False), "the token is revoked or inactive"),
+    ],
+    ids=["90-days", "91-days", "guest-self-rotate", "revoked"],
+)
+def test_judge_token_boundaries(facts: TokenFacts, reason: str | None) -> None:
+    assert judge_token(facts, today=date(2026, 11, 30)) == reason

@@ -93,7 +93,11 @@ def test_note_layout_marker_first_then_diff_report_warnings() -> None:
         job_url="https://gitlab.example.com/g/p/-/jobs/9",
     )
     body = render_note(note)
-    assert body.splitlines()[0] == marker("dev") == "<!-- gpu-ci:mr-note stack=dev -->"
+    assert body.splitlines()[0] == marker("dev") == "<!-- gpu-ci:mr-note stack=dev source=preview -->"
+    offline = render_note(NoteInput("dev", PREVIEW, offline=True))
+    assert offline.splitlines()[0] == marker("dev", "offline") == "<!-- gpu-ci:mr-note stack=dev source=offline -->"
+    with pytest.raises(ValueError, match="note source 'fork'"):
+        marker("dev", "fork")
     assert (
         "**`pulumi preview`** at commit `abc12345`: 1 to create, 1 to replace, 6 unchanged "
         "([job log](https://gitlab.example.com/g/p/-/jobs/9))."
@@ -120,7 +124,7 @@ def test_long_diffs_are_truncated_with_a_pointer_to_the_job_log() -> None:
 def test_offline_note_says_what_it_cannot_see() -> None:
     body = render_note(NoteInput("dev", "Resources:\n    + 1 to create\n", offline=True))
     assert "**Offline plan diff**: 1 to create." in body
-    assert "cannot tell an in-place update from a replacement" in body
+    assert "a replacement decided from the cloud's state shows only in the `preview` job" in body
 
 
 def test_no_changes_note_replaces_a_stale_diff() -> None:

@@ -162,7 +162,8 @@ def test_secrets_never_appear_in_the_diff(
     files = {}
     for side, platform in (("base", dev_platform), ("head", head_platform)):
         stack_file = tmp_path / f"Pulumi.{side}.yaml"
-        stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": platform}}), encoding="utf-8")
+        document = {"config": {"gpu-ci:platform": platform, **_secure(dev_stack)}}
+        stack_file.write_text(yaml.safe_dump(document), encoding="utf-8")
         assert main(["plan", "--json", "--config", str(stack_file)]) == 0
         files[side] = tmp_path / f"{side}.json"
         files[side].write_text(capsys.readouterr().out, encoding="utf-8")
@@ -183,3 +184,86 @@ def test_cli_names_a_file_that_is_not_a_plan(tmp_path: Path, capsys: pytest.Capt
     assert capsys.readouterr().err.startswith(f"error: {bad}: not JSON")
     assert main(["plan-diff", str(good), str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def _secure(stack: StackConfig) -> dict[str, Any]:
+    """The stack's encrypted entries as the stack file holds them (the registry pull key)."""
+    return {key: {"secure": "v1:bm9uY2U=:Y2lwaGVy"} for key in stack.secret_keys}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Replacements: a change of a field the provider replaces on is `+-`, like `pulumi preview`
+
+
+def _typed(type_: str, name: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
+    return {**_resource(name, inputs, **options), "type": type_, "urn": _urn(name, type_)}
+
+
+@pytest.mark.parametrize(
+    ("type_", "before", "after", "reasons"),
+    [
+        (POOL, {"nodeType": "L40S-1-48G", "maxSize": 1}, {"nodeType": "H100-1-80G", "maxSize": 1}, ("nodeType",)),
+        (POOL, {"zone": "fr-par-2", "name": "a"}, {"zone": "fr-par-1", "name": "b"}, ("zone", "name")),
+        (POOL, {"clusterId": "fr-par/1"}, {"clusterId": "fr-par/2"}, ("clusterId",)),
+        ("scaleway:kubernetes/cluster:Cluster", {"type": "kapsule"}, {"type": "kapsule-dedicated-4"}, ("type",)),
+        ("scaleway:kubernetes/cluster:Cluster", {"privateNetworkId": "p1"}, {"privateNetworkId": "p2"}, None),
+        ("gitlab:index/userRunner:UserRunner", {"runnerType": "project_type"}, {"runnerType": "group_type"}, None),
+        ("gitlab:index/userRunner:UserRunner", {"projectId": 42}, {"projectId": 43}, None),
+        ("gitlab:index/userRunner:UserRunner", {"groupId": 7}, {"groupId": 8}, None),
+        ("kubernetes:core/v1:Namespace", {"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, ("metadata.name",)),
+        (
+            "scaleway:registry/namespace:Namespace",
+            {"name": "a", "region": "fr-par"},
+            {"name": "b", "region": "nl-ams"},
+            None,
+        ),
+    ],
+)
+def test_a_change_of_a_field_the_provider_replaces_on_is_a_replacement(
+    type_: str, before: dict[str, Any], after: dict[str, Any], reasons: tuple[str, ...] | None
+) -> None:
+    diff = diff_plans(_plan(_typed(type_, "r", before)), _plan(_typed(type_, "r", after)))
+    (change,) = diff.resources
+    assert change.op == "replace"
+    assert change.replace_reasons == (reasons or tuple(sorted({c.path for c in change.inputs})))
+    assert diff.counts() == {"replace": 1}
+
+
+@pytest.mark.parametrize(
+    ("type_", "before", "after"),
+    [
+        (POOL, {"maxSize": 1, "labels": {"a": "1"}}, {"maxSize": 2, "labels": {"a": "2"}}),
+        (
+            "kubernetes:core/v1:Namespace",
+            {"metadata": {"name": "a", "labels": {}}},
+            {"metadata": {"name": "a", "labels": {"x": "1"}}},
+        ),
+        ("gitlab:index/userRunner:UserRunner", {"tagLists": ["a"]}, {"tagLists": ["a", "b"]}),
+        ("kubernetes:helm.sh/v3:Release", {"name": "a"}, {"name": "b"}),
+    ],
+)
+def test_other_changes_stay_updates_in_place(type_: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    (change,) = diff_plans(_plan(_typed(type_, "r", before)), _plan(_typed(type_, "r", after))).resources
+    assert (change.op, change.replace_reasons) == ("update", ())
+
+
+def test_a_replacement_is_printed_like_preview_and_counted_by_the_note() -> None:
+    base = _plan(_resource("kapsule-ci-training", {"nodeType": "L40S-1-48G"}, protect=True))
+    head = _plan(_resource("kapsule-ci-training", {"nodeType": "H100-1-80G"}, protect=True))
+    text = render_diff(diff_plans(base, head))
+    assert (
+        f"+- {POOL}  kapsule-ci-training  (replace, because of nodeType; protected: `pulumi up` refuses until it "
+        "is unprotected)\n"
+    ) in text
+    assert "\n    +- 1 to replace\n" in text
+    assert summarize(text).ops == {"replace": 1}
+
+
+def test_the_real_program_changing_a_pools_node_type_replaces_it(
+    dev_stack: StackConfig, dev_platform: dict[str, Any]
+) -> None:
+    head_platform = copy.deepcopy(dev_platform)
+    head_platform["pools"]["ci-training"]["node_type"] = "H100-1-80G"
+    diff = diff_plans(_document(dev_stack, dev_platform), _document(dev_stack, head_platform))
+    pool = next(r for r in diff.resources if r.name == "kapsule-ci-training")
+    assert (pool.op, pool.replace_reasons, pool.protected) == ("replace", ("nodeType",), True)

@@ -23,7 +23,9 @@ from infra.render.artifacts import render_artifacts
 CACHE_ACCESS_KEY = "SCWAUDITACCESSKEY0000"
 CACHE_SECRET_KEY = "audit-cache-secret-key-value"
 WANDB_KEY = "audit-wandb-api-key-value"
+PULL_KEY = "audit-registry-pull-key-value"
 SECRETS = {
+    "registry_pull_secret_key": PULL_KEY,
     "runner_cache_access_key": CACHE_ACCESS_KEY,
     "runner_cache_secret_key": CACHE_SECRET_KEY,
     "wandb_api_key": WANDB_KEY,
@@ -56,12 +58,11 @@ def _secret_values(run: ProgramRun) -> dict[str, str]:
     token = run.one("gitlab:index/userRunner:UserRunner", "runner-registration").outputs["token"]
     kubeconfig = run.one("scaleway:kubernetes/cluster:Cluster", "kapsule-cluster").outputs["kubeconfigs"][0]
     assert kubeconfig["configFile"].startswith(MOCK_KUBECONFIG_PREFIX)
-    pull_key = run.one("scaleway:iam/apiKey:ApiKey", "registry-pull-key").outputs["secretKey"]
     assert token.startswith(MOCK_RUNNER_TOKEN_PREFIX)
     return {
         kubeconfig["configFile"]: "kapsule-k8s",
         token: "runner-token",
-        pull_key: "runner-registry-pull",
+        PULL_KEY: "runner-registry-pull",
         CACHE_ACCESS_KEY: "runner-cache",
         CACHE_SECRET_KEY: "runner-cache",
         WANDB_KEY: "gitlab-ci-var-WANDB_API_KEY",
@@ -92,8 +93,7 @@ def test_provider_outputs_holding_secrets_are_marked_secret(audited: tuple[Stack
     _, run = audited
     runner = run.one("gitlab:index/userRunner:UserRunner", "runner-registration")
     assert "token" in runner.options["additional_secret_outputs"]
-    key = run.one("scaleway:iam/apiKey:ApiKey", "registry-pull-key")
-    assert "secretKey" in key.options["additional_secret_outputs"]
+    assert not [r.type for r in run.resources if r.type.startswith("scaleway:iam/")]  # no IAM right needed
 
 
 def test_no_secret_in_outputs_logs_artifacts_or_plan(audited: tuple[StackConfig, ProgramRun]) -> None:

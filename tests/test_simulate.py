@@ -12,6 +12,7 @@ import random
 import time
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from infra.simulate import (
     SimJob,
     SimPool,
     SimRunner,
+    Strategy,
     Upgrade,
     bound_makespan,
     simulate,
@@ -46,7 +48,9 @@ def pools(cold_compile: float = 10, cold_training: float = 15) -> tuple[SimPool,
 def pipeline(order: str | int = "yaml", *, per_pool: bool = True, slower: float = 1) -> tuple[SimJob, ...]:
     """The design's 20 jobs; ids give the hand-out order (YAML order, RL last, or a seeded shuffle)."""
     training_tags = TRAINING_TAGS if per_pool else RL_TAGS  # today every template tags [kapsule, gpu]
-    rows = [(name, RL_TAGS, "ci-compile", 30 * slower, None) for name in RL]
+    rows: list[tuple[str, frozenset[str], str, float, float | None]] = [
+        (name, RL_TAGS, "ci-compile", 30 * slower, None) for name in RL
+    ]
     rows += [
         (name, training_tags, "ci-training", 40 * slower, 0.34)
         for family in FAMILIES
@@ -60,7 +64,7 @@ def pipeline(order: str | int = "yaml", *, per_pool: bool = True, slower: float 
 
 
 def per_pool_runners(
-    cold_compile: float = 10, cold_training: float = 15, *, margin: float = 10, strategy: str = "recreate"
+    cold_compile: float = 10, cold_training: float = 15, *, margin: float = 10, strategy: Strategy = "recreate"
 ) -> tuple[SimRunner, ...]:
     return (
         SimRunner(
@@ -70,12 +74,8 @@ def per_pool_runners(
     )
 
 
-def per_pool(order: str | int = "yaml", cold_compile: float = 10, slower: float = 1, **kw: object) -> Scenario:
-    return Scenario(
-        pools(cold_compile),
-        per_pool_runners(cold_compile, **kw),
-        pipeline(order, slower=slower),  # type: ignore[arg-type]
-    )
+def per_pool(order: str | int = "yaml", cold_compile: float = 10, slower: float = 1, **kw: Any) -> Scenario:
+    return Scenario(pools(cold_compile), per_pool_runners(cold_compile, **kw), pipeline(order, slower=slower))
 
 
 def single_runner(order: str | int = "yaml", poll: float = 15, upgrades: tuple[Upgrade, ...] = ()) -> Scenario:
@@ -130,7 +130,7 @@ def test_per_pool_yaml_timeline_and_bill() -> None:
     # RL: jobs 1, 2 run 10 -> 40 on the L4 node, 3, 4 run 40 -> 70; the node idles to 75.
     assert [(j.started, j.finished) for j in result.jobs[:4]] == [(10, 40), (10, 40), (40, 70), (40, 70)]
     # Supervised: 4 waves of 4 jobs sharing the L40S (slowdown 1.36, 54.4 min), the first at 15.
-    starts = sorted({j.started for j in result.jobs[4:]})
+    starts = sorted({j.started for j in result.jobs[4:] if j.started is not None})
     assert starts == [15, Fraction("69.4"), Fraction("123.8"), Fraction("178.2")]
     assert result.makespan == Fraction("232.6")
     assert result.longest_wait == Fraction("178.2")
@@ -473,7 +473,7 @@ def _check_job(j: JobResult, spec: SimJob, pool: SimPool, runners: dict[str, Sim
         assert j.finished - j.taken == runner.job_timeout_minutes
     if j.outcome == "success":
         assert j.started is not None and j.node is not None and j.node.startswith(f"{j.pool}-")
-        worst = max(1, Fraction(str(spec.gpu_utilization or 0)) * max(pool.slots_per_node, pool.gpu_replicas))
+        worst = max(Fraction(1), Fraction(str(spec.gpu_utilization or 0)) * max(pool.slots_per_node, pool.gpu_replicas))
         assert spec.minutes <= j.finished - j.started <= spec.minutes * worst
 
 

@@ -26,7 +26,7 @@ def test_dev_stack_sections_are_the_design(dev_platform: dict[str, Any]) -> None
     assert spec.ci.image == "${REGISTRY}/training:${CI_COMMIT_SHA}"
     assert (spec.registry.namespace, spec.registry.needs_pull_secret) == ("gpu-ci", True)
     assert spec.runner.cache is None
-    assert secret_config_keys(spec) == []  # the dev stack commits no secrets and needs none
+    assert secret_config_keys(spec) == ["registry_pull_secret_key"]  # the bootstrap pull key, committed encrypted
 
 
 def test_default_pool_is_the_cheapest_profile_pool(dev_platform: dict[str, Any]) -> None:
@@ -67,7 +67,12 @@ def test_variables_shorthand_and_secret_defaults(dev_platform: dict[str, Any]) -
     assert variables["DATASET"].effective_protected is True
     wandb = variables["WANDB_API_KEY"]
     assert (wandb.is_secret, wandb.effective_masked, wandb.effective_protected) == (True, True, True)
-    assert secret_config_keys(spec) == ["runner_cache_access_key", "runner_cache_secret_key", "wandb_api_key"]
+    assert secret_config_keys(spec) == [
+        "registry_pull_secret_key",
+        "runner_cache_access_key",
+        "runner_cache_secret_key",
+        "wandb_api_key",
+    ]
     assert spec.runner.cache is not None and spec.runner.cache.expire_days == 30
 
 

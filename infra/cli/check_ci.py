@@ -1,46 +1,82 @@
-"""`python -m infra check-ci PATH`: lint a training repository's .gitlab-ci.yml against the platform spec.
+"""`python -m infra check-ci PATH`: check a training repository's .gitlab-ci.yml against the platform spec.
 
-Prints one line per violation (`file: job: what is wrong`) and exits 1 if there is any; notes on what
-cannot be checked offline go to stderr as `warning:` lines. Exit 2: the file or the stack config is unusable.
+The pipeline is resolved the way GitLab resolves it (`infra.pipeline.resolve`), offline by default;
+`--online` asks GitLab's CI Lint API for the merged YAML instead. Then the platform's rules run
+(`infra.pipeline.rules`). Prints one line per violation (`file: job: what is wrong`) on stdout; notes
+on what is not checked go to stderr as `warning:` lines. Exit 0: no violation; 1: violations; 2: the
+pipeline cannot be resolved (one `error:` line), or the stack config, the file or GitLab is unusable.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from infra.cicheck import check_pipeline
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
-from infra.offline.stack_config import load_stack_config
+from infra.model import Platform, derive
+from infra.offline.stack_config import StackFileError, load_stack_config
+from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
+from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates
 
 PIPELINE_FILE = ".gitlab-ci.yml"
+TOKEN_VARIABLES = ("GITLAB_TOKEN", "CI_JOB_TOKEN")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "check-ci", help="lint a training repo's .gitlab-ci.yml against the spec (templates, maxima, pools)"
+        "check-ci", help="check a training repo's .gitlab-ci.yml against the spec (routing, templates, maxima)"
     )
     parser.add_argument("path", type=Path, help=f"the pipeline file, or a repository directory holding {PIPELINE_FILE}")
     parser.add_argument("--root", type=Path, help="repository root for local includes (default: the file's directory)")
     parser.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml holds the spec (default: dev)")
     parser.add_argument("--config", type=Path, help="use this stack file instead of Pulumi.<stack>.yaml")
+    parser.add_argument(
+        "--default-branch",
+        help="the training project's default branch, where the platform commits its templates unless "
+        f"platform.ci.templates_branch says otherwise (default: $CI_DEFAULT_BRANCH, else {DEFAULT_BRANCH})",
+    )
+    online = parser.add_argument_group(
+        "--online: GitLab merges the pipeline (token: $GITLAB_TOKEN, else $CI_JOB_TOKEN)"
+    )
+    online.add_argument("--online", action="store_true", help="ask GitLab's CI Lint API for the merged YAML")
+    online.add_argument("--gitlab-url", help="GitLab instance (default: platform.gitlab.url)")
+    online.add_argument("--project", help="project id or path (default: platform.gitlab.project)")
+    online.add_argument("--ref", help="branch or tag whose files GitLab reads local includes from (default branch)")
     parser.set_defaults(handler=main)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
     path: Path = args.path / PIPELINE_FILE if args.path.is_dir() else args.path
     if not path.is_file():
         print(f"error: no pipeline file {path}", file=sys.stderr)
         return 2
     try:
-        spec = load_spec(load_stack_config(args.stack, path=args.config).get("platform"))
-    except (FileNotFoundError, SpecError) as err:
+        platform = derive(load_spec(load_stack_config(args.stack, path=args.config).get("platform")))
+    except (FileNotFoundError, StackFileError, SpecError) as err:
         for line in str(err).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2
-    result = check_pipeline(path, spec, root=args.root)
+    try:
+        if args.online:
+            result = _check_online(args, path, platform, env)
+        else:
+            branch = args.default_branch or env.get("CI_DEFAULT_BRANCH") or DEFAULT_BRANCH
+            pipeline = resolve_file(path, args.root, platform_templates(platform, branch))
+            result = check_resolved(pipeline, platform)
+    except (ResolveError, _OnlineError) as err:
+        for line in str(err).splitlines() or ["unknown error"]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    return _report(result)
+
+
+def _report(result: CheckResult) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for violation in result.violations:
@@ -50,3 +86,57 @@ def main(args: argparse.Namespace) -> int:
         return 1
     print(f"{result.jobs_checked} jobs checked: no violation", file=sys.stderr)
     return 0
+
+
+class _OnlineError(Exception):
+    """GitLab could not be asked, or refused the configuration; one line per message."""
+
+
+def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env: Mapping[str, str]) -> CheckResult:
+    """GitLab merges the pipeline (includes, extends, references); the same rules check the result."""
+    token, job_token = env.get("GITLAB_TOKEN"), env.get("CI_JOB_TOKEN")
+    if not (token or job_token):
+        raise _OnlineError("--online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)")
+    url = args.gitlab_url or platform.spec.gitlab.url
+    project = args.project or platform.spec.gitlab.project
+    content = path.read_text(encoding="utf-8")
+    lint = _ci_lint(url, project, content, args.ref, token=token, job_token=None if token else job_token)
+    errors = [str(e) for e in lint.get("errors") or []]
+    if errors or not lint.get("valid"):
+        raise _OnlineError("\n".join(errors) or f"GitLab says {path.name} is not valid (and gives no reason)")
+    merged = lint.get("merged_yaml")
+    if not isinstance(merged, str):
+        raise _OnlineError(f"GitLab's CI Lint answer for {project} holds no merged_yaml")
+    pipeline = resolve_text(merged, f"{path.name} (merged by GitLab)")
+    pipeline.warnings[:0] = [f"GitLab: {w}" for w in lint.get("warnings") or []]
+    return check_resolved(pipeline, platform)
+
+
+def _ci_lint(
+    url: str, project: str, content: str, ref: str | None, *, token: str | None, job_token: str | None
+) -> dict[str, Any]:
+    """`POST /projects/:id/ci/lint` with `dry_run` (a pipeline creation simulation): GitLab's answer."""
+    # python-gitlab is imported here: the offline check must not pay for it.
+    import gitlab  # noqa: PLC0415
+    import requests  # noqa: PLC0415
+
+    client = gitlab.Gitlab(url, private_token=token, job_token=job_token, timeout=30)
+    data: dict[str, Any] = {"content": content, "dry_run": True, "include_jobs": True}
+    if ref:
+        data["ref"] = ref
+    try:
+        result = client.projects.get(project, lazy=True).ci_lint.create(data)
+    except gitlab.exceptions.GitlabAuthenticationError as err:
+        raise _OnlineError(f"GitLab at {url} refused the token (401: {err.error_message})") from None
+    except gitlab.exceptions.GitlabError as err:
+        code = err.response_code
+        reasons = {
+            403: f"the token may not use the CI Lint API of {project} (403: it needs the api scope and "
+            "Developer access)",
+            404: f"GitLab at {url} has no project {project}, or the token cannot see it (404)",
+        }
+        raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {err.error_message}")) from None
+    except requests.exceptions.RequestException as err:
+        reason = err.__class__.__name__
+        raise _OnlineError(f"cannot reach GitLab at {url} ({reason})") from None
+    return dict(result.attributes)

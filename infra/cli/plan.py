@@ -18,7 +18,9 @@ import pulumi
 from infra.model import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
-from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.offline.policy_check import Violation, policy_report
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, load_stack_config
+from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
@@ -38,7 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         config = load_stack_config(args.stack, path=args.config)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, StackFileError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     run = run_program(config, check=False)
@@ -49,15 +51,24 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
+    stack_file = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
+    if collisions := stack_collisions(platform, stack_file):  # what it shares with the project's other stacks
+        for problem in collisions:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    verdict = policy_report(run)
     artifacts = render_artifacts(platform)
     if args.out:
         write_artifacts(args.out, artifacts)
     if args.json:
-        json.dump(plan_document(config, platform, run), sys.stdout, indent=2, sort_keys=True, default=str)
+        json.dump(plan_document(config, platform, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_plan(config, platform, run, args.out, artifacts))
-    return 0
+        sys.stdout.write(render_plan(config, platform, run, args.out, artifacts, verdict=verdict))
+    blocking = [v for v in verdict if v.level == "mandatory"]
+    for violation in blocking:
+        print(f"error: {violation}", file=sys.stderr)
+    return 1 if blocking else 0
 
 
 def write_artifacts(out: Path, artifacts: dict[str, str]) -> None:
@@ -72,7 +83,9 @@ def ordered(run: ProgramRun) -> list[RecordedResource]:
     return sorted(run.resources, key=lambda r: r.urn)
 
 
-def plan_document(config: StackConfig, platform: Platform, run: ProgramRun) -> dict[str, Any]:
+def plan_document(
+    config: StackConfig, platform: Platform, run: ProgramRun, verdict: list[Violation] | None = None
+) -> dict[str, Any]:
     """The plan as data, secrets masked: what `--json` prints and what MR diffs compare."""
     return {
         "project": config.project,
@@ -93,12 +106,22 @@ def plan_document(config: StackConfig, platform: Platform, run: ProgramRun) -> d
         },
         "capacity": capacity_rows(platform),
         "report": render_report(platform),
-        "warnings": [message for level, message in run.logs if level == "warning"],
+        "warnings": [
+            *(message for level, message in run.logs if level == "warning"),
+            *(str(v) for v in verdict or []),
+        ],
+        "policy": [v.__dict__ for v in verdict or []],
     }
 
 
 def render_plan(
-    config: StackConfig, platform: Platform, run: ProgramRun, out: Path | None, artifacts: dict[str, str]
+    config: StackConfig,
+    platform: Platform,
+    run: ProgramRun,
+    out: Path | None,
+    artifacts: dict[str, str],
+    *,
+    verdict: list[Violation] | None = None,
 ) -> str:
     resources = ordered(run)
     rows = []
@@ -117,6 +140,9 @@ def render_plan(
     warnings = [message for level, message in run.logs if level == "warning"]
     if warnings:
         parts.append("\nWarnings:\n" + "".join(f"  - {w}\n" for w in warnings))
+    if verdict is not None:
+        shown = "".join(f"  - {v}\n" for v in verdict) or "  no violation\n"
+        parts.append("\nPolicy pack (policy/, over these resources):\n" + shown)
     parts.append("\nStack outputs:\n")
     for name, output in sorted(run.outputs.items()):
         shown = "[secret]" if output.secret else _compact(displayable(output.value))

@@ -3,8 +3,10 @@
 Fed by `platform.ci`, `platform.gitlab` and the profiles. The templates file is the text
 `infra.render.ci_templates` renders (also written by `python -m infra plan --out`), committed with
 `gitlab.RepositoryFile` to the path and branch the spec names; the training project's `.gitlab-ci.yml`
-`include:`s it. Variables go to the project or its group: `REGISTRY` (the registry namespace's
-endpoint) and the spec's own, secret ones masked and protected with their value kept a Pulumi secret.
+`include:`s it. A file already at that path is only taken over with `ci.adopt_existing_templates: true`
+(`overwrite_on_create`); otherwise the create fails with GitLab's "file exists". Variables go to the
+project or its group: `REGISTRY` (the registry namespace's endpoint; `ci.registry_variable` renames it)
+and the spec's own, secret ones masked and protected with their value kept a Pulumi secret.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class GitlabCi(pulumi.ComponentResource):
         super().__init__(CI_TOKEN, name, {}, opts)
         spec, secrets = args.spec, args.secrets or {}
         text = args.templates
-        branch = spec.ci.templates_branch
+        branch: pulumi.Input[str] | None = spec.ci.templates_branch
         if branch is None:
             branch = gitlab.get_project_output(
                 path_with_namespace=spec.gitlab.project, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -61,14 +63,18 @@ class GitlabCi(pulumi.ComponentResource):
             encoding="text",
             author_name=COMMIT_AUTHOR,
             commit_message="gpu-ci: update the CI templates (generated from the platform spec)",
-            overwrite_on_create=True,
+            overwrite_on_create=spec.ci.adopt_existing_templates,
             opts=pulumi.ResourceOptions(parent=self),
         )
         plain = CiVariableSpec(value="", description="Container registry of the training images (gpu-ci)")
-        managed = {"REGISTRY": (plain, args.registry_endpoint)}
+        managed: dict[str, tuple[CiVariableSpec, pulumi.Input[str]]] = {
+            spec.ci.registry_variable: (plain, args.registry_endpoint)
+        }
         for key, variable in sorted(spec.ci.variables.items()):
-            value = secrets[variable.secret] if variable.secret is not None else variable.value
-            managed[key] = (variable, pulumi.Output.secret(value) if variable.is_secret else value)
+            if variable.secret is not None:
+                managed[key] = (variable, pulumi.Output.secret(secrets[variable.secret]))
+            else:
+                managed[key] = (variable, variable.value or "")  # a plain variable has a value (CiVariableSpec)
         self.variables = {
             key: self._variable(name, spec, key, variable, value).id
             for key, (variable, value) in sorted(managed.items())
@@ -82,17 +88,30 @@ class GitlabCi(pulumi.ComponentResource):
     def _variable(
         self, name: str, spec: PlatformSpec, key: str, variable: CiVariableSpec, value: pulumi.Input[str]
     ) -> pulumi.CustomResource:
-        common = {
-            "key": key,
-            "value": value,
-            "masked": variable.effective_masked,
-            "protected": variable.effective_protected,
-            "raw": variable.raw,
-            "description": variable.description,
-            "environment_scope": variable.environment_scope,
-            "opts": pulumi.ResourceOptions(parent=self),
-        }
         resource_name = child_name(f"var-{key}", name)
+        opts = pulumi.ResourceOptions(parent=self)
         if spec.ci.variables_scope == "group":
-            return gitlab.GroupVariable(resource_name, group=spec.gitlab.group, **common)
-        return gitlab.ProjectVariable(resource_name, project=spec.gitlab.project, **common)
+            return gitlab.GroupVariable(
+                resource_name,
+                group=spec.gitlab.group or "",  # a group scope needs the group (gitlab_problems)
+                key=key,
+                value=value,
+                masked=variable.effective_masked,
+                protected=variable.effective_protected,
+                raw=variable.raw,
+                description=variable.description,
+                environment_scope=variable.environment_scope,
+                opts=opts,
+            )
+        return gitlab.ProjectVariable(
+            resource_name,
+            project=spec.gitlab.project,
+            key=key,
+            value=value,
+            masked=variable.effective_masked,
+            protected=variable.effective_protected,
+            raw=variable.raw,
+            description=variable.description,
+            environment_scope=variable.environment_scope,
+            opts=opts,
+        )

@@ -4,9 +4,12 @@ Fed by `platform.region`, `platform.cluster` and `platform.pools`. It also build
 provider from the cluster's kubeconfig, usable only once the always-on pool(s) exist (the API
 server's DNS entry is not ready before a cluster has a pool).
 
-Safe updates: the cluster is protected; autoscaled pools ignore `size`, which the autoscaler owns;
-a pool replacement deletes the old pool first, since two pools cannot share the name that job
-routing selects on (`k8s.scaleway.com/pool-name`).
+Safe updates: the cluster and every pool are protected; autoscaled pools ignore `size`, which the
+autoscaler owns. A pool replacement (a new node type, zone or name) would delete the old pool first,
+since two pools cannot share the name that job routing selects on (`k8s.scaleway.com/pool-name`), and
+its running jobs with it; on `system` it would evict the only runner manager. Protection makes
+`pulumi up` refuse that: the create-before-delete path (a new pool under a new name, the profiles
+moved to it, then the old one unprotected and removed) is in docs/security.md, "Safe replacements".
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             name=cluster.name,
             region=region,
             tags=list(cluster.tags),
-            opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=True),  # always: deleting it loses every job
         )
         private_network = scw_network.PrivateNetwork(
             child_name("pn", name),
@@ -86,11 +89,11 @@ class KapsuleCluster(pulumi.ComponentResource):
             region=region,
             tags=list(cluster.tags),
             ipv4_subnet=(
-                scw_network.PrivateNetworkIpv4SubnetArgs(subnet=cluster.private_network_subnet)
+                scw_network.PrivateNetworkIpv4SubnetArgs(subnet=str(cluster.private_network_subnet))
                 if cluster.private_network_subnet
                 else None
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=True),  # always: deleting it loses every job
         )
         return scw_k8s.Cluster(
             child_name("cluster", name),
@@ -108,7 +111,7 @@ class KapsuleCluster(pulumi.ComponentResource):
             auto_upgrade=(
                 scw_k8s.ClusterAutoUpgradeArgs(**cluster.auto_upgrade.model_dump()) if cluster.auto_upgrade else None
             ),
-            opts=pulumi.ResourceOptions(parent=self, protect=cluster.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=True),  # always: deleting it loses every job
         )
 
     def _pool(self, name: str, region: str, pool: Pool, cluster_id: pulumi.Input[str]) -> scw_k8s.Pool:
@@ -134,5 +137,6 @@ class KapsuleCluster(pulumi.ComponentResource):
                 parent=self,
                 ignore_changes=["size"] if pool.spec.autoscaling else None,
                 delete_before_replace=True,
+                protect=True,  # a replace or delete loses the pool's running jobs: docs/security.md
             ),
         )

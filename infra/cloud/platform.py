@@ -18,6 +18,7 @@ from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
 from infra.cloud.names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, REGISTRY_COMPONENT, RUNNER_COMPONENT
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
+from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
 from infra.model import Platform
 from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import cluster_policy_patch, device_plugin_configs
@@ -39,7 +40,10 @@ def build_platform(
     kapsule = KapsuleCluster(
         COMPONENT_NAME, KapsuleClusterArgs(region=spec.region, cluster=spec.cluster, pools=platform.pools)
     )
-    registry = ContainerRegistry(REGISTRY_COMPONENT, ContainerRegistryArgs(spec=spec))
+    registry = ContainerRegistry(
+        REGISTRY_COMPONENT,
+        ContainerRegistryArgs(spec=spec, pull_secret_key=(secrets or {}).get(REGISTRY_PULL_SECRET_CONFIG)),
+    )
     runners = RunnerFleet(
         RUNNER_COMPONENT,
         RunnerFleetArgs(

@@ -1,10 +1,15 @@
 """ContainerRegistry: the Scaleway registry namespace of the training images, and its pull credential.
 
-Fed by `platform.registry` and `platform.region`. The namespace is created (protected: deleting it
-deletes its images) or, with `existing: true`, read by name. For a private namespace the job pods
-need to pull: an IAM application with a read-only policy on the namespace's project, and an API key of
-that application, give a Docker config (user `nologin`, the key as password). The key is made and kept
-by Pulumi as a secret; nobody types or sees it.
+Fed by `platform.registry`, `platform.region` and, for a private namespace, the stack secret
+`gpu-ci:registry_pull_secret_key`. The namespace is created (protected: deleting it deletes its images)
+or, with `existing: true`, read by name. Job pods pull with a Docker config (user `nologin`, the key as
+password) built here from that secret; it stays a Pulumi secret end to end.
+
+Why the key is not created here: a program that creates an IAM application, policy and API key needs
+a Scaleway key with IAM write rights, and a key that can write IAM policies can grant itself anything.
+The pull key is made once by a person (docs/security.md, "Bootstrap: the registry pull key"), with an
+`expires_at`, and rotated by the runbook there. Stacks that still hold the IAM resources this
+component used to create drop them with `pulumi state delete` (the same section says why).
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ import json
 from dataclasses import dataclass
 
 import pulumi
-from pulumiverse_scaleway import iam as scw_iam
 from pulumiverse_scaleway import registry as scw_registry
 
 from infra.cloud.names import REGISTRY_TOKEN, child_name
 from infra.config.platform import PlatformSpec
+from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
 
 PULL_PERMISSION_SETS = ["ContainerRegistryReadOnly"]
+"""What the bootstrap step grants the pull key's IAM application (docs/security.md), nothing more."""
 REGISTRY_USERNAME = "nologin"
 """Scaleway's registry takes any user name with an API secret key as the password; `nologin` is its documented one."""
 
@@ -28,6 +34,8 @@ REGISTRY_USERNAME = "nologin"
 @dataclass(frozen=True)
 class ContainerRegistryArgs:
     spec: PlatformSpec
+    pull_secret_key: pulumi.Input[str] | None = None
+    """The pull key's secret part (stack secret `gpu-ci:registry_pull_secret_key`), for a private namespace."""
 
 
 def docker_config_json(registry_host: str, password: str, username: str = REGISTRY_USERNAME) -> str:
@@ -37,7 +45,7 @@ def docker_config_json(registry_host: str, password: str, username: str = REGIST
 
 
 class ContainerRegistry(pulumi.ComponentResource):
-    """The namespace's endpoint (the REGISTRY variable) and, if private, a pull credential."""
+    """The namespace's endpoint (the REGISTRY variable) and, if private, the pull credential's Docker config."""
 
     endpoint: pulumi.Output[str]
     """`rg.<region>.scw.cloud/<namespace>`: what images are named after."""
@@ -49,6 +57,11 @@ class ContainerRegistry(pulumi.ComponentResource):
     def __init__(self, name: str, args: ContainerRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(REGISTRY_TOKEN, name, {}, opts)
         spec, registry = args.spec, args.spec.registry
+        if registry.needs_pull_secret and args.pull_secret_key is None:
+            raise ValueError(
+                f"platform.registry.pull_secret=true needs the stack secret gpu-ci:{REGISTRY_PULL_SECRET_CONFIG} "
+                "(docs/security.md, 'Bootstrap: the registry pull key')"
+            )
         if registry.existing:
             found = scw_registry.get_namespace_output(
                 name=registry.namespace, region=spec.region, opts=pulumi.InvokeOutputOptions(parent=self)
@@ -64,36 +77,13 @@ class ContainerRegistry(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, protect=registry.protect),
             )
             self.endpoint, self.project_id = namespace.endpoint, namespace.project_id
-        self.docker_config_json = (
-            self._pull_credential(name, registry.namespace) if registry.needs_pull_secret else None
-        )
+        self.docker_config_json = None
+        if registry.needs_pull_secret and args.pull_secret_key is not None:
+            self.docker_config_json = pulumi.Output.secret(
+                pulumi.Output.all(self.endpoint, args.pull_secret_key).apply(
+                    lambda values: docker_config_json(values[0].split("/", 1)[0], values[1])
+                )
+            )
         self.register_outputs(
             {"endpoint": self.endpoint, "project_id": self.project_id, "docker_config_json": self.docker_config_json}
-        )
-
-    def _pull_credential(self, name: str, namespace: str) -> pulumi.Output[str]:
-        application = scw_iam.Application(
-            child_name("pull", name),
-            name=f"{namespace}-registry-pull",
-            description="Pulls gpu-ci training images for CI job pods (managed by Pulumi)",
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        policy = scw_iam.Policy(
-            child_name("pull-policy", name),
-            name=f"{namespace}-registry-pull",
-            description="Read-only access to the gpu-ci registry namespace's project",
-            application_id=application.id,
-            rules=[scw_iam.PolicyRuleArgs(project_ids=[self.project_id], permission_set_names=PULL_PERMISSION_SETS)],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        key = scw_iam.ApiKey(
-            child_name("pull-key", name),
-            application_id=application.id,
-            description="Image pulls of gpu-ci CI job pods (managed by Pulumi)",
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
-        )
-        return pulumi.Output.secret(
-            pulumi.Output.all(self.endpoint, key.secret_key).apply(
-                lambda values: docker_config_json(values[0].split("/", 1)[0], values[1])
-            )
         )

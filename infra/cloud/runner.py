@@ -149,7 +149,7 @@ class RunnerFleet(pulumi.ComponentResource):
             child_name(f"{prefix}token", name),
             metadata=_metadata(runner.token_secret_name, args.settings.namespace),
             type="Opaque",
-            string_data={"runner-token": pulumi.Output.secret(registration.token), "runner-registration-token": ""},
+            string_data={"runner-token": _secret_token(registration), "runner-registration-token": ""},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
         )
         values = dict(release.values)
@@ -276,6 +276,12 @@ class RunnerFleet(pulumi.ComponentResource):
             )
         )
         return created
+
+
+def _secret_token(registration: gitlab.UserRunner) -> pulumi.Output[str]:
+    """The registration's `glrt-` token, kept a Pulumi secret on its way into the token Secret."""
+    token: pulumi.Output[str] = pulumi.Output.secret(registration.token)
+    return token
 
 
 def _metadata(object_name: str, namespace: str) -> k8s.meta.v1.ObjectMetaArgs:

@@ -12,19 +12,23 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from infra.config.base import SpecModel
-from infra.config.errors import Problem, key_path
+from infra.config.base import CI_VARIABLE, MAX_STRING, MAX_VARIABLES, CiVariableName, SpecModel
+from infra.config.credentials import credential_name, credential_problem, credential_value
+from infra.config.errors import Problem, Redacted, key_path
 
 if TYPE_CHECKING:
     from infra.config.platform import PlatformSpec
 
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_TEMPLATES_PATH = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*\.ya?ml$")
-_STAGE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_ -]*$")
-_BRANCH = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
+_CONFIG_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
+_TEMPLATES_PATH = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]{0,254}\.ya?ml")
+TEMPLATES_DIR = ".gitlab/ci/"
+"""The generated templates file lives under this folder of the training project, so it can never be the
+project's own `.gitlab-ci.yml` or another file the project relies on."""
+_STAGE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ -]{0,254}")
+_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}")
 
-DERIVED_VARIABLES = ("REGISTRY",)
+DEFAULT_REGISTRY_VARIABLE = "REGISTRY"
+DERIVED_VARIABLES = (DEFAULT_REGISTRY_VARIABLE,)
 """CI/CD variables the program derives itself (REGISTRY: the registry namespace's endpoint)."""
 RESERVED_CONFIG_KEYS = ("platform",)
 
@@ -32,6 +36,8 @@ RESERVED_CONFIG_KEYS = ("platform",)
 def _shorthand(value: Any) -> Any:
     """`NAME: value` is a plain variable; an object gives its options."""
     if isinstance(value, dict):
+        if len(value) > MAX_VARIABLES:  # refused before 60 000 entries are rewritten one by one
+            raise ValueError(f"{len(value)} variables, more than gpu-ci's limit of {MAX_VARIABLES}")
         return {
             name: {"value": v} if isinstance(v, (str, int, float)) and not isinstance(v, bool) else v
             for name, v in value.items()
@@ -42,8 +48,8 @@ def _shorthand(value: Any) -> Any:
 class CiVariableSpec(SpecModel):
     """One CI/CD variable of the training project (or its group)."""
 
-    value: str | None = None
-    """The value, for a variable that is not a secret."""
+    value: str | None = Field(None, max_length=MAX_STRING)
+    """The value, for a variable that is not a secret (never a credential: use `secret`)."""
     secret: str | None = None
     """Name of the stack secret holding the value (`pulumi config set --secret <name>`)."""
     protected: bool | None = None
@@ -52,9 +58,9 @@ class CiVariableSpec(SpecModel):
     """Hidden in job logs; None: true for secrets (GitLab refuses values it cannot mask)."""
     raw: bool = False
     """`$` in the value is not expanded."""
-    description: str | None = None
+    description: str | None = Field(None, max_length=255)
     """The variable's description on GitLab."""
-    environment_scope: str = "*"
+    environment_scope: str = Field("*", min_length=1, max_length=255)
     """Environments that see the variable (`*`: all)."""
 
     @model_validator(mode="after")
@@ -66,7 +72,7 @@ class CiVariableSpec(SpecModel):
     @field_validator("secret")
     @classmethod
     def _secret(cls, value: str | None) -> str | None:
-        if value is not None and (not _CONFIG_KEY.match(value) or value in RESERVED_CONFIG_KEYS):
+        if value is not None and (not _CONFIG_KEY.fullmatch(value) or value in RESERVED_CONFIG_KEYS):
             raise ValueError("not a stack config key like wandb_api_key (letters, digits, '_')")
         return value
 
@@ -83,14 +89,18 @@ class CiVariableSpec(SpecModel):
         return self.is_secret if self.masked is None else self.masked
 
 
-CiVariables = Annotated[dict[str, CiVariableSpec], BeforeValidator(_shorthand)]
+CiVariables = Annotated[dict[str, CiVariableSpec], BeforeValidator(_shorthand), Field(max_length=MAX_VARIABLES)]
 
 
 class CiSpec(SpecModel):
     """Where the generated templates go, what they share, and the CI/CD variables."""
 
     templates_path: str = ".gitlab/ci/gpu-ci-templates.yml"
-    """Path of the generated templates in the training project (its `.gitlab-ci.yml` `include:`s it)."""
+    """Path of the generated templates in the training project (its `.gitlab-ci.yml` `include:`s it), under
+    `.gitlab/ci/`; one per stack when several stacks serve one project."""
+    adopt_existing_templates: bool = False
+    """True: take over a templates file that already exists at `templates_path` (overwrite it on create).
+    False: creating the file fails with GitLab's "file exists" rather than replace a file gpu-ci did not write."""
     templates_branch: str | None = None
     """Branch the templates are committed to; None: the project's default branch."""
     stage: str = "train"
@@ -99,27 +109,35 @@ class CiSpec(SpecModel):
     """Image of every template's jobs; ${REGISTRY} is the derived registry variable."""
     variables_scope: Literal["project", "group"] = "project"
     """Where the CI/CD variables go: the training project, or `gitlab.group`."""
+    registry_variable: CiVariableName = DEFAULT_REGISTRY_VARIABLE
+    """Key of the derived CI/CD variable holding the registry endpoint; a second stack on the same project
+    needs its own (e.g. REGISTRY_PROD, with image ${REGISTRY_PROD}/training:...)."""
     variables: CiVariables = Field(default_factory=dict)
     """CI/CD variables by name: `NAME: value`, or an object with `value` or `secret` and options."""
 
     @field_validator("templates_path")
     @classmethod
     def _templates_path(cls, value: str) -> str:
-        if not _TEMPLATES_PATH.match(value) or ".." in value.split("/") or value.startswith("./"):
+        if not _TEMPLATES_PATH.fullmatch(value) or ".." in value.split("/") or value.startswith("./"):
             raise ValueError("not a repository path like .gitlab/ci/gpu-ci-templates.yml (relative, .yml or .yaml)")
+        if not value.startswith(TEMPLATES_DIR) or "/./" in value or "//" in value:
+            raise ValueError(
+                f"must be a file under {TEMPLATES_DIR} (e.g. .gitlab/ci/gpu-ci-templates.yml): gpu-ci must never "
+                "replace the project's .gitlab-ci.yml or another of its files"
+            )
         return value
 
     @field_validator("templates_branch")
     @classmethod
     def _branch(cls, value: str | None) -> str | None:
-        if value is not None and (not _BRANCH.match(value) or ".." in value):
+        if value is not None and (not _BRANCH.fullmatch(value) or ".." in value):
             raise ValueError("not a branch name like main")
         return value
 
     @field_validator("stage")
     @classmethod
     def _stage(cls, value: str) -> str:
-        if not _STAGE.match(value):
+        if not _STAGE.fullmatch(value):
             raise ValueError("not a stage name like train")
         return value
 
@@ -136,19 +154,44 @@ class CiSpec(SpecModel):
 
 
 def ci_problems(spec: PlatformSpec) -> list[Problem]:
-    """Variable names GitLab would refuse, or that would shadow what gpu-ci or GitLab set."""
+    """Variable names GitLab would refuse, that would shadow what gpu-ci or GitLab set, or credentials in clear."""
     problems = []
+    derived = {*DERIVED_VARIABLES, spec.ci.registry_variable}
     for name, variable in sorted(spec.ci.variables.items()):
         reason = None
-        if not _VARIABLE.match(name):
+        shown: object = variable.value if variable.value is not None else {"secret": variable.secret}
+        if len(name) > 255 or not CI_VARIABLE.fullmatch(name):
             reason = "not a valid CI variable name (letters, digits, '_')"
-        elif name in DERIVED_VARIABLES:
+        elif name in derived:
             reason = f"{name} is derived by gpu-ci; do not set it here"
         elif name.startswith("KUBERNETES_"):
             reason = "would size or route every job; routing comes from the profiles' templates"
         elif name.startswith(("CI_", "GITLAB_")):
             reason = "would shadow a GitLab predefined variable"
+        elif variable.value is not None and (reason := credential_problem(name, variable.value)):
+            shown = Redacted(variable.value)
         if reason:
-            shown = variable.value if variable.value is not None else {"secret": variable.secret}
             problems.append(Problem(key_path("ci", "variables", name), shown, reason))
+    for profile_name, profile in sorted(spec.profiles.items()):
+        for name, value in sorted(profile.variables.items()):
+            what = credential_value(value) or ("a credential by its name" if credential_name(name) else None)
+            if what:
+                problems.append(
+                    Problem(
+                        key_path("profiles", profile_name, "variables", name),
+                        Redacted(value),
+                        f"looks like {what}: profile variables are committed in clear into the templates file; "
+                        f"make it a platform.ci.variables entry with {{secret: {name.lower()}}}",
+                    )
+                )
+    ci = spec.ci
+    if ci.registry_variable != DEFAULT_REGISTRY_VARIABLE and "${REGISTRY}" in ci.image:
+        problems.append(
+            Problem(
+                key_path("ci", "image"),
+                ci.image,
+                f"uses ${{REGISTRY}}, but ci.registry_variable is {ci.registry_variable}: "
+                f"write ${{{ci.registry_variable}}}",
+            )
+        )
     return problems

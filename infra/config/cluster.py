@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Literal
 
 from pydantic import Field, field_validator
 
-from infra.config.base import Duration, SpecModel
+from infra.config.base import MAX_LIST, MAX_WAIT_SECONDS, Duration, PrivateCidr, SpecModel, StrictFloat, StrictInt
 
-_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
-_EXISTING_ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_VERSION = re.compile(r"\d{1,3}\.\d{1,3}(\.\d{1,3})?")
+_EXISTING_ID = re.compile(r"(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TAG = re.compile(r"[^\s,]{1,128}")
 
 Weekday = Literal["any", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 
@@ -23,7 +23,7 @@ class AutoscalerSpec(SpecModel):
     """How long a node must be unneeded before removal (API default 10m)."""
     scale_down_delay_after_add: Duration = "5m"
     """Pause before scale-down is considered again after a scale-up (API default 10m)."""
-    scale_down_utilization_threshold: float = Field(0.5, gt=0, le=1)
+    scale_down_utilization_threshold: StrictFloat = Field(0.5, gt=0, le=1)
     """A node using less than this share of its CPU and memory may be removed."""
     expander: Literal["random", "most_pods", "least_waste", "priority", "price"] = "least_waste"
     """How the autoscaler picks the pool to grow when several could take a pending pod."""
@@ -31,9 +31,9 @@ class AutoscalerSpec(SpecModel):
     """GPU operator DaemonSets sit on every GPU node; they must not keep it up."""
     balance_similar_node_groups: bool = False
     """Keep similar pools at the same size."""
-    expendable_pods_priority_cutoff: int = 0
-    """Pods below this priority neither trigger a scale-up nor prevent a scale-down."""
-    max_graceful_termination_sec: int = Field(600, ge=0)
+    expendable_pods_priority_cutoff: StrictInt = Field(0, ge=-(2**31), le=2**31 - 1)
+    """A Kubernetes pod priority: an int32."""
+    max_graceful_termination_sec: StrictInt = Field(600, ge=0, le=MAX_WAIT_SECONDS)
     """Longest a pod may take to terminate when its node is scaled down."""
 
 
@@ -44,14 +44,14 @@ class AutoUpgradeSpec(SpecModel):
     """Turn Scaleway's automatic patch upgrades on."""
     maintenance_window_day: Weekday = "sunday"
     """Day of the weekly upgrade window (`any`: every day)."""
-    maintenance_window_start_hour: int = Field(3, ge=0, le=23)
+    maintenance_window_start_hour: StrictInt = Field(3, ge=0, le=23)
     """Hour the window starts (UTC)."""
 
 
 class ClusterSpec(SpecModel):
     """The Kapsule cluster, or the id of an existing one to adopt."""
 
-    name: str = "gpu-ci"
+    name: str = Field("gpu-ci", max_length=63)
     """Name of the cluster, and of its VPC and private network."""
     version: str = "1.35"
     """Kubernetes version; a minor version (`1.35`) when `auto_upgrade` is on."""
@@ -59,15 +59,13 @@ class ClusterSpec(SpecModel):
     """Container network; changing it replaces the cluster (protected: Pulumi refuses)."""
     type: Literal["kapsule", "kapsule-dedicated-4", "kapsule-dedicated-8", "kapsule-dedicated-16"] = "kapsule"
     """`kapsule`: the free, mutualized control plane; `kapsule-dedicated-*`: a dedicated, billed one."""
-    description: str = "GPU CI platform (GitLab runner + GPU pools), managed by Pulumi"
+    description: str = Field("GPU CI platform (GitLab runner + GPU pools), managed by Pulumi", max_length=255)
     """The cluster's description on Scaleway."""
-    tags: tuple[str, ...] = ("gpu-ci", "managed-by-pulumi")
+    tags: tuple[str, ...] = Field(("gpu-ci", "managed-by-pulumi"), max_length=MAX_LIST)
     """Scaleway tags of the cluster, its VPC and its private network."""
     existing_id: str | None = None
     """Adopt this cluster (`<region>/<uuid>`) instead of creating one; pools are still created in it."""
-    protect: bool = True
-    """Pulumi refuses to delete a protected cluster (`pulumi state unprotect` first)."""
-    private_network_subnet: str | None = None
+    private_network_subnet: PrivateCidr | None = None
     """IPv4 subnet of the private network (CIDR); None lets Scaleway pick one."""
     autoscaler: AutoscalerSpec = AutoscalerSpec()
     """Cluster-autoscaler settings, for every autoscaled pool."""
@@ -77,25 +75,21 @@ class ClusterSpec(SpecModel):
     @field_validator("version")
     @classmethod
     def _version(cls, value: str) -> str:
-        if not _VERSION.match(value):
+        if not _VERSION.fullmatch(value):
             raise ValueError("not a Kubernetes version like 1.35 or 1.35.3")
         return value
 
     @field_validator("existing_id")
     @classmethod
     def _existing_id(cls, value: str | None) -> str | None:
-        if value is not None and not _EXISTING_ID.match(value):
+        if value is not None and not _EXISTING_ID.fullmatch(value):
             raise ValueError("not a Kapsule cluster id like fr-par/11111111-2222-3333-4444-555555555555")
         return value
 
-    @field_validator("private_network_subnet")
+    @field_validator("tags")
     @classmethod
-    def _subnet(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                net = ipaddress.IPv4Network(value)
-            except ValueError as err:
-                raise ValueError(f"not an IPv4 CIDR ({err})") from None
-            if not net.is_private:
-                raise ValueError("must be a private (RFC 1918) range")
+    def _tags(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for tag in value:
+            if not _TAG.fullmatch(tag):
+                raise ValueError(f"tag {tag[:64]!r} must be 1-128 characters without spaces or commas")
         return value

@@ -13,27 +13,105 @@ CONFIG_ROOT = "platform"
 """The stack config key that holds the spec (`gpu-ci:platform`)."""
 
 _MISSING = object()
+_ELIDED = object()
+
+
+MAX_SHOWN = 200
+"""Characters of a value an error line quotes at most: a 9 MB value must not become a 9 MB line."""
+MAX_KEY_PART = 64
+"""Characters of one key of a path (a pool or variable name) an error line quotes at most."""
+
+
+MAX_PROBLEMS = 50
+"""Problems listed at most: past that, the rest are counted in one last line."""
+
+
+class Redacted(str):
+    """A value shown as `<redacted>`: a credential typed in clear must not be echoed into a log or MR note."""
+
+    __slots__ = ()
 
 
 def format_value(value: object) -> str:
-    """Render a config value the way a user would recognise it in their YAML."""
+    """Render a config value the way a user would recognise it in their YAML, at most ~MAX_SHOWN characters."""
+    text = _format(value, MAX_SHOWN)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def _format(value: object, budget: int) -> str:  # noqa: PLR0911 - one return per kind of value
+    """format_value without the final cut; never builds much more than `budget` characters."""
     if value is _MISSING:
         return "<missing>"
+    if value is _ELIDED:
+        return "…"
     if value is None:
         return "null"
+    if isinstance(value, Redacted):
+        return "<redacted>"
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(format_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items()) + "}"
-    return str(value)
+        return repr(value[: budget + 1])
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
+    if isinstance(value, (list, tuple, dict)):
+        items = value.items() if isinstance(value, dict) else value
+        parts: list[str] = []
+        used = 0
+        for item in items:
+            if used > budget:
+                parts.append("…")
+                break
+            if isinstance(value, dict):
+                key, val = item
+                part = f"{_plain(key, budget)}: {_format(val, budget)}"
+            else:
+                part = _format(item, budget)
+            parts.append(part)
+            used += len(part) + 2
+        inner = ", ".join(parts)
+        return "{" + inner + "}" if isinstance(value, dict) else "[" + inner + "]"
+    return str(value)[: budget + 1]
+
+
+def _plain(value: object, budget: int) -> str:
+    """A key as written (no quotes), at most `budget` characters."""
+    text = value if isinstance(value, str) and value.isprintable() else _format(value, budget)
+    return text if len(text) <= budget else text[: budget - 1] + "…"
+
+
+MAX_RAW_NODES = 200_000
+"""Values (keys, items, scalars) a platform object may hold before it is validated at all."""
+MAX_INT_BITS = 256
+"""No setting takes a number this large; Python refuses to even print one of 4300 digits or more."""
+
+
+def raw_problems(raw: object) -> list[Problem]:
+    """Before validation: numbers too large for any setting (a 5000-digit integer breaks str()) and objects too
+    large to be a stack config. Iterative, so nesting depth cannot overflow the stack."""
+    problems: list[Problem] = []
+    stack: list[tuple[object, tuple[str | int, ...]]] = [(raw, ())]
+    seen = 0
+    while stack and len(problems) < MAX_PROBLEMS:
+        node, path = stack.pop()
+        seen += 1
+        if seen > MAX_RAW_NODES:
+            return [Problem(CONFIG_ROOT, _ELIDED, f"holds more than {MAX_RAW_NODES} values, not a stack config")]
+        if isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > MAX_INT_BITS:
+            problems.append(Problem(key_path(*path), node, "is too large a number for any setting"))
+        elif isinstance(node, dict):
+            stack.extend(
+                (value, (*path, key if isinstance(key, (str, int)) else str(key))) for key, value in node.items()
+            )
+            stack.extend((key, path) for key in node if isinstance(key, int) and not isinstance(key, bool))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((value, (*path, index)) for index, value in enumerate(node))
+    return problems
 
 
 def key_path(*parts: str | int) -> str:
-    return ".".join([CONFIG_ROOT, *(str(p) for p in parts)])
+    """`platform.<part>.<part>`, each part cut to MAX_KEY_PART characters (a key can be as hostile as a value)."""
+    return ".".join([CONFIG_ROOT, *(_plain(p, MAX_KEY_PART) for p in parts)])
 
 
 @dataclass(frozen=True)
@@ -46,7 +124,10 @@ class Problem:
     severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
-        return f"{self.path}={format_value(self.value)}: {self.reason}"
+        reason = self.reason if len(self.reason) <= 2 * MAX_SHOWN else self.reason[: 2 * MAX_SHOWN - 1] + "…"
+        if not reason.isprintable():  # a name with a newline, quoted in a reason, must not break the line
+            reason = "".join(c if c.isprintable() else repr(c)[1:-1] for c in reason)
+        return f"{self.path}={format_value(self.value)}: {reason}"
 
 
 def missing() -> object:
@@ -62,10 +143,15 @@ class SpecError(ValueError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+_BOUND_ERRORS = ("less_than_equal", "less_than", "too_long", "string_too_long")
+"""pydantic errors of a stated upper bound (a number, a count, a length): the line says where it is explained."""
+
+
 def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]:
     """Turn pydantic's errors into key=value lines, with the value the user wrote."""
     problems = []
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    for err in errors[:MAX_PROBLEMS]:
         loc = _config_path(err["loc"], raw)
         kind = err["type"]
         value: object = err.get("input", _MISSING)
@@ -74,7 +160,11 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
             value, reason = _MISSING, "required key is missing"
         elif kind == "extra_forbidden":
             reason = f"unknown key{_known_keys_hint(raw, loc)}"
+        elif kind in _BOUND_ERRORS:
+            reason += " (gpu-ci's limit: docs/config-limits.md)"
         problems.append(Problem(key_path(*loc), value, reason))
+    if len(errors) > MAX_PROBLEMS:
+        problems.append(Problem(CONFIG_ROOT, _ELIDED, f"and {len(errors) - MAX_PROBLEMS} more problems not shown"))
     return problems
 
 

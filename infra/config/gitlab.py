@@ -17,10 +17,12 @@ from infra.config.errors import Problem, key_path
 if TYPE_CHECKING:
     from infra.config.platform import PlatformSpec
 
-_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
-_GROUP_PATH = re.compile(rf"^{_SEGMENT}(/{_SEGMENT})*$")
-_PROJECT_PATH = re.compile(rf"^{_SEGMENT}(/{_SEGMENT})+$")
-_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~-]+)*/?$")
+_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}"
+_GROUP_PATH = re.compile(rf"{_SEGMENT}(/{_SEGMENT}){{0,19}}")
+_PROJECT_PATH = re.compile(rf"{_SEGMENT}(/{_SEGMENT}){{1,20}}")
+_URL = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:\d{1,5})?(/[A-Za-z0-9._~-]+)*/?")
+MAX_PATH = 255
+"""GitLab's longest full path we take (GitLab: 255 characters per name, 20 nested groups)."""
 
 
 class GitlabSpec(SpecModel):
@@ -38,7 +40,7 @@ class GitlabSpec(SpecModel):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not _URL.match(value):
+        if len(value) > MAX_PATH or not _URL.fullmatch(value):
             raise ValueError("not an https URL of a GitLab instance like https://gitlab.example.com")
         if value.rstrip("/").endswith("/api/v4"):
             raise ValueError("is the API URL; give the instance URL (the provider's gitlab:baseUrl is the API URL)")
@@ -47,14 +49,14 @@ class GitlabSpec(SpecModel):
     @field_validator("project")
     @classmethod
     def _project(cls, value: str) -> str:
-        if not _PROJECT_PATH.match(value):
+        if len(value) > MAX_PATH or not _PROJECT_PATH.fullmatch(value):
             raise ValueError("not a project path like ml-team/training")
         return value
 
     @field_validator("group")
     @classmethod
     def _group(cls, value: str | None) -> str | None:
-        if value is not None and not _GROUP_PATH.match(value):
+        if value is not None and (len(value) > MAX_PATH or not _GROUP_PATH.fullmatch(value)):
             raise ValueError("not a group path like ml-team or ml-team/research")
         return value
 

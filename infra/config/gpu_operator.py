@@ -8,38 +8,18 @@ namespace and points the operator's existing ClusterPolicy at it. Names that are
 
 from __future__ import annotations
 
-import re
-
-from pydantic import field_validator
-
-from infra.config.base import DNS_LABEL, SpecModel
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from infra.config.base import DnsSubdomain, KubernetesNamespace, SpecModel
 
 
 class GpuOperatorSpec(SpecModel):
     """The GPU operator's namespace and ClusterPolicy, and the ConfigMap gpu-ci writes for it."""
 
-    namespace: str = "kube-system"
+    namespace: KubernetesNamespace = "kube-system"
     """The operator's namespace: the device-plugin ConfigMap must live there (Kapsule: kube-system)."""
-    cluster_policy: str = "cluster-policy"
+    cluster_policy: DnsSubdomain = "cluster-policy"
     """Name of the operator's ClusterPolicy (the chart's default; unverified on Kapsule: see the runbook)."""
-    config_map: str = "gpu-ci-device-plugin-config"
+    config_map: DnsSubdomain = "gpu-ci-device-plugin-config"
     """Name of the ConfigMap of device-plugin configs (one key per GPU pool)."""
     patch_cluster_policy: bool = True
     """False: gpu-ci writes the ConfigMap but leaves the ClusterPolicy alone (set its devicePlugin.config
     through Easy Deploy instead, with the values of the `cluster-policy-patch.json` artifact)."""
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
-            raise ValueError("not a Kubernetes namespace name (a-z, 0-9 and '-', at most 63)")
-        return value
-
-    @field_validator("cluster_policy", "config_map")
-    @classmethod
-    def _object_name(cls, value: str) -> str:
-        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
-            raise ValueError("not a Kubernetes object name (a DNS subdomain: a-z, 0-9, '-' and '.')")
-        return value

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
+from typing import Annotated
 
 from pydantic import Field
 
 from infra.catalog import BUILTIN_CATALOG, DEFAULT_RESERVE_CPU, DEFAULT_RESERVE_MEMORY, Catalog, NodeType
-from infra.config.base import CpuQuantity, MemoryQuantity, SpecModel
+from infra.config.base import MAX_LIST, CpuQuantity, MemoryQuantity, SpecModel, StrictInt
+
+MAX_VCPUS = 512
+MAX_MEMORY_GIB = 8192
+MAX_GPUS = 16
+MAX_GPU_MEMORY_GB = 1024
+MAX_EUR_PER_HOUR = 1000
+"""Bounds of a node type's figures: well above Scaleway's largest instances, low enough to catch a slip."""
 
 
 class ReserveSpec(SpecModel):
@@ -23,19 +31,19 @@ class ReserveSpec(SpecModel):
 class NodeTypeSpec(SpecModel):
     """A node type's figures; for a built-in type, only the fields given replace the catalogue's."""
 
-    vcpus: int | None = Field(None, ge=1)
+    vcpus: StrictInt | None = Field(None, ge=1, le=MAX_VCPUS)
     """vCPUs of one node."""
-    memory_gib: int | None = Field(None, ge=1)
+    memory_gib: StrictInt | None = Field(None, ge=1, le=MAX_MEMORY_GIB)
     """Memory of one node, GiB."""
-    gpus: int | None = Field(None, ge=0)
+    gpus: StrictInt | None = Field(None, ge=0, le=MAX_GPUS)
     """GPUs of one node (0: a CPU type)."""
-    gpu_model: str | None = None
+    gpu_model: str | None = Field(None, max_length=128)
     """GPU model, for the report (e.g. `NVIDIA L4`)."""
-    gpu_memory_gb: int | None = Field(None, ge=0)
+    gpu_memory_gb: StrictInt | None = Field(None, ge=0, le=MAX_GPU_MEMORY_GB)
     """Memory of one GPU, GB: what profiles' `gpu_memory_gb` is checked against."""
-    eur_per_hour: Decimal | None = Field(None, ge=0)
+    eur_per_hour: Decimal | None = Field(None, ge=0, le=MAX_EUR_PER_HOUR, allow_inf_nan=False, max_digits=16)
     """Price of one node-hour, EUR excluding VAT (prices move: re-read them)."""
-    zones: tuple[str, ...] | None = None
+    zones: tuple[Annotated[str, Field(max_length=32)], ...] | None = Field(None, max_length=MAX_LIST)
     """Zones that sell the type (a pool elsewhere is refused); None: not restricted."""
     reserve: ReserveSpec | None = None
     """This type's reserve, instead of `allocatable_reserve`."""

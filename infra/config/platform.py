@@ -14,10 +14,18 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from infra.catalog import BUILTIN_CATALOG, Catalog, NodeType
-from infra.config.base import DNS_LABEL, SpecModel, label_key_problem, label_value_problem
+from infra.config.base import (
+    DNS_LABEL,
+    MAX_NODE_TYPES,
+    MAX_POOLS,
+    MAX_PROFILES,
+    SpecModel,
+    label_key_problem,
+    label_value_problem,
+)
 from infra.config.ci import CiSpec, ci_problems
 from infra.config.cluster import ClusterSpec
-from infra.config.errors import Problem, SpecError, key_path, problems_from_validation
+from infra.config.errors import Problem, SpecError, key_path, problems_from_validation, raw_problems
 from infra.config.gitlab import GitlabSpec, gitlab_problems
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.node_types import NodeTypeSpec, ReserveSpec, build_catalog
@@ -45,11 +53,11 @@ class PlatformSpec(SpecModel):
     """The Kapsule cluster (or the existing one to adopt), its network and its autoscaler."""
     allocatable_reserve: ReserveSpec = ReserveSpec()
     """What every node keeps for itself: an assumption to measure (docs/runbook.md)."""
-    node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict)
+    node_types: dict[str, NodeTypeSpec] = Field(default_factory=dict, max_length=MAX_NODE_TYPES)
     """Overrides of the built-in node catalogue by type name, or new types."""
-    pools: dict[str, PoolSpec]
+    pools: dict[str, PoolSpec] = Field(max_length=MAX_POOLS)
     """Node pools by name: the name is Kapsule's pool name, the value of the label jobs are routed by."""
-    profiles: dict[str, ProfileSpec]
+    profiles: dict[str, ProfileSpec] = Field(max_length=MAX_PROFILES)
     """Workload profiles by name: which model families run on which GPU pool, and what each job asks."""
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     """Where Scaleway's GPU operator lives, and how gpu-ci hands it the sharing config."""
@@ -100,6 +108,8 @@ def load_spec(raw: object) -> PlatformSpec:
     by `infra.model.derive`; `infra.model.load_platform` does both."""
     if not isinstance(raw, dict):
         raise SpecError([Problem("platform", raw, "must be an object (set it with pulumi config set --path)")])
+    if early := raw_problems(raw):  # numbers too large to even print, objects too large to walk
+        raise SpecError(early)
     try:
         spec = PlatformSpec.model_validate(raw)
     except ValidationError as exc:
@@ -249,8 +259,8 @@ def _always_on_problems(spec: PlatformSpec) -> list[Problem]:
 
 def _profile_problems(spec: PlatformSpec, name: str) -> list[Problem]:
     profile, path = spec.profiles[name], ("profiles", name)
-    if not DNS_LABEL.match(name):
-        return [Problem(key_path(*path), name, "profile name must be a-z, 0-9 and '-'")]
+    if not DNS_LABEL.match(name) or len(name) > 63:
+        return [Problem(key_path(*path), name, "profile name must be 1-63 of a-z, 0-9 and '-'")]
     if profile.pool not in spec.pools:
         return [
             Problem(key_path(*path, "pool"), profile.pool, f"no such pool (pools: {', '.join(sorted(spec.pools))})")

@@ -6,7 +6,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from infra.config.base import SpecModel
+from infra.config.base import (
+    MAX_COLD_START_MINUTES,
+    MAX_LIST,
+    MAX_POOL_NODES,
+    MAX_ROOT_VOLUME_GB,
+    SpecModel,
+    StrictInt,
+)
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
@@ -112,28 +119,28 @@ NO_SHARING = NoSharing(strategy="none")
 class PoolSpec(SpecModel):
     """One node pool. GPU pools autoscale from zero, so they cost nothing while idle."""
 
-    node_type: str
+    node_type: str = Field(max_length=64)
     """A node type of the catalogue (built in, or under `node_types`), e.g. `L4-1-24G`."""
-    zone: str
+    zone: str = Field(max_length=32)
     """A zone of the region that sells the type (L40S: `fr-par-2` or `pl-waw-2`)."""
-    min_size: int = Field(0, ge=0)
+    min_size: StrictInt = Field(0, ge=0, le=MAX_POOL_NODES)
     """Nodes always up; 0 lets the pool scale to zero (it is created at this size)."""
-    max_size: int = Field(1, ge=0)
+    max_size: StrictInt = Field(1, ge=0, le=MAX_POOL_NODES)
     """Most nodes the autoscaler may run (at least 1 and `min_size`)."""
     autoscaling: bool = True
     """False makes a fixed pool of `min_size` nodes (then `max_size` must equal it)."""
     autohealing: bool = True
     """Kapsule replaces unhealthy nodes."""
-    root_volume_size_gb: int | None = Field(None, ge=0)
+    root_volume_size_gb: StrictInt | None = Field(None, ge=0, le=MAX_ROOT_VOLUME_GB)
     """None: 150 GB on GPU pools (CUDA images are large), 50 GB otherwise."""
-    root_volume_type: str | None = None
+    root_volume_type: str | None = Field(None, max_length=64)
     """Root volume type (e.g. `sbs_5k`); None: Scaleway's default."""
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict, max_length=MAX_LIST)
     """Extra node labels (unprefixed, reconciled by Kapsule on every node of the pool)."""
     gpu_sharing: GpuSharing = NO_SHARING
     """GPU pools only: `{strategy: none}` (the default), `{strategy: time-slicing, replicas: N}` (2-16) or
     `{strategy: mps, replicas: N}` (2-48)."""
-    cold_start_minutes: int = Field(15, ge=1)
+    cold_start_minutes: StrictInt = Field(15, ge=1, le=MAX_COLD_START_MINUTES)
     """Time from a pending job to a ready node when the pool is at zero (node boot, GPU driver, image pull)."""
 
     @property

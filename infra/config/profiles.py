@@ -6,11 +6,20 @@ import re
 
 from pydantic import Field, field_validator
 
-from infra.config.base import CpuQuantity, MemoryQuantity, SpecModel
+from infra.config.base import (
+    CI_VARIABLE,
+    MAX_LIST,
+    MAX_VARIABLES,
+    CpuQuantity,
+    MemoryQuantity,
+    SpecModel,
+    StrictFloat,
+)
 
-_TEMPLATE = re.compile(r"^\.[a-z0-9][a-z0-9_-]*$")
-_FAMILY = re.compile(r"^[a-z0-9][a-z0-9_]*$")
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_JOB_NAME = 255
+"""GitLab's limit on a job name, the template's included."""
+_TEMPLATE = re.compile(r"\.[a-z0-9][a-z0-9_-]*")
+_FAMILY = re.compile(r"[a-z0-9][a-z0-9_]{0,62}")
 
 
 class ProfileSpec(SpecModel):
@@ -18,7 +27,7 @@ class ProfileSpec(SpecModel):
 
     pool: str
     """The GPU pool the profile's jobs run on."""
-    families: tuple[str, ...] = Field(min_length=1)
+    families: tuple[str, ...] = Field(min_length=1, max_length=MAX_LIST)
     """Model families routed here (lower case): job names such as `train-validate-dqn` name them."""
     template: str
     """The hidden CI job that carries the routing (e.g. `.train-rl-base`); jobs `extends:` it."""
@@ -30,24 +39,27 @@ class ProfileSpec(SpecModel):
     """Memory each job requests (`8Gi`, `512Mi`); a node's jobs must fit its allocatable memory."""
     memory_limit: MemoryQuantity
     """Memory limit of each job (at least `memory_request`; overcommitting the node is a warning)."""
-    gpu_memory_gb: float | None = Field(None, gt=0)
+    gpu_memory_gb: StrictFloat | None = Field(None, gt=0, le=1024)
     """GPU memory a job needs, if known: checked against the per-replica share under MPS."""
-    variables: dict[str, str] = Field(default_factory=dict)
-    """Extra CI variables of the profile's template (e.g. HYPEROPT_EPOCHS)."""
+    variables: dict[str, str] = Field(default_factory=dict, max_length=MAX_VARIABLES)
+    """Extra CI variables of the profile's template (e.g. HYPEROPT_EPOCHS): committed in clear, so never a
+    credential (those are `platform.ci.variables` with `secret:`)."""
 
     @field_validator("template")
     @classmethod
     def _template(cls, value: str) -> str:
-        if not _TEMPLATE.match(value):
-            raise ValueError("a hidden GitLab CI job name starts with '.', then a-z, 0-9, '-' or '_'")
+        if len(value) > MAX_JOB_NAME or not _TEMPLATE.fullmatch(value):
+            raise ValueError(
+                f"a hidden GitLab CI job name starts with '.', then a-z, 0-9, '-' or '_' (at most {MAX_JOB_NAME})"
+            )
         return value
 
     @field_validator("families")
     @classmethod
     def _families(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for family in value:
-            if not _FAMILY.match(family):
-                raise ValueError(f"family {family!r} must be lower case a-z, 0-9 or '_'")
+            if not _FAMILY.fullmatch(family):
+                raise ValueError(f"family {family[:64]!r} must be 1-63 of lower case a-z, 0-9 or '_'")
         if len(set(value)) != len(value):
             raise ValueError("lists a family twice")
         return value
@@ -56,8 +68,8 @@ class ProfileSpec(SpecModel):
     @classmethod
     def _variables(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not _VARIABLE.match(name):
-                raise ValueError(f"variable name {name!r} is not a valid CI variable name")
+            if len(name) > 255 or not CI_VARIABLE.fullmatch(name):
+                raise ValueError(f"variable name {name[:64]!r} is not a valid CI variable name")
             if name.startswith("KUBERNETES_"):
                 raise ValueError(f"{name} is derived from the profile's requests and pool; do not set it here")
         return value

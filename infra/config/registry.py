@@ -1,15 +1,22 @@
 """`platform.registry`: the Scaleway Container Registry namespace the training images live in.
 
 Its endpoint becomes the `REGISTRY` CI/CD variable the templates' image uses. A private namespace
-gets a read-only pull credential for the job pods (an IAM application and API key made by the
-program, never typed by anyone).
+gets a read-only pull credential for the job pods. That credential is made once, by a person with IAM
+rights (docs/security.md, "Bootstrap: the registry pull key"), with an expiry, and handed to the
+program as the stack secret `gpu-ci:registry_pull_secret_key`: the program creates no IAM resource,
+so the key CI runs with needs no IAM write right.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import field_validator
 
-from infra.config.base import DNS_LABEL, SpecModel
+from infra.config.base import SpecModel, is_dns_label
+
+REGISTRY_PULL_SECRET_CONFIG: Final = "registry_pull_secret_key"
+"""Stack secret (`pulumi config set --secret registry_pull_secret_key ...`): the pull key's secret part."""
 
 
 class RegistrySpec(SpecModel):
@@ -22,17 +29,21 @@ class RegistrySpec(SpecModel):
     is_public: bool = False
     """Anyone may pull; a private namespace gets a pull credential for job pods instead."""
     pull_secret: bool = True
-    """Private namespace: give job pods a read-only pull credential (IAM application + API key)."""
+    """Private namespace: give job pods a read-only pull credential (the stack secret registry_pull_secret_key)."""
     protect: bool = True
     """Deleting a namespace deletes its images: Pulumi refuses unless unprotected first."""
 
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
+        if not is_dns_label(value):
             raise ValueError("not a registry namespace name (a-z, 0-9 and '-')")
         return value
 
     @property
     def needs_pull_secret(self) -> bool:
         return self.pull_secret and not self.is_public
+
+    def secret_config_keys(self) -> list[str]:
+        """The stack secrets this section needs: the pull key, for a private namespace with pull_secret."""
+        return [REGISTRY_PULL_SECRET_CONFIG] if self.needs_pull_secret else []

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from infra.config.base import DNS_LABEL, Duration, SpecModel, duration_seconds
+from infra.config.base import (
+    MAX_LIST,
+    Duration,
+    ImagePattern,
+    SpecModel,
+    StrictInt,
+    duration_seconds,
+    is_dns_label,
+)
 from infra.config.errors import Problem, format_value, key_path
 
 if TYPE_CHECKING:
@@ -29,10 +37,10 @@ CACHE_SECRET_KEY_CONFIG = "runner_cache_secret_key"
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
 
-_CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_CACHE_PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
+_CHART_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,4}")
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_CACHE_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,254}")
 
 
 class RunnerCacheSpec(SpecModel):
@@ -42,7 +50,7 @@ class RunnerCacheSpec(SpecModel):
     """Bucket name: 3-63 of a-z, 0-9, '.' and '-'."""
     create: bool = True
     """Create the bucket (with an expiry rule); False uses an existing bucket of that name."""
-    expire_days: int | None = Field(30, ge=1)
+    expire_days: StrictInt | None = Field(30, ge=1, le=3650)
     """Cache objects older than this are deleted by a lifecycle rule (created buckets only)."""
     path: str = "gpu-ci"
     """Prefix of the cache objects in the bucket."""
@@ -52,14 +60,14 @@ class RunnerCacheSpec(SpecModel):
     @field_validator("bucket")
     @classmethod
     def _bucket(cls, value: str) -> str:
-        if not _BUCKET.match(value) or ".." in value:
+        if not _BUCKET.fullmatch(value) or ".." in value:
             raise ValueError("not a bucket name: 3-63 of a-z, 0-9, '.' and '-', starting and ending alphanumeric")
         return value
 
     @field_validator("path")
     @classmethod
     def _path(cls, value: str) -> str:
-        if not _CACHE_PATH.match(value) or ".." in value:
+        if not _CACHE_PATH.fullmatch(value) or ".." in value:
             raise ValueError("not an object prefix like gpu-ci or ci/cache")
         return value
 
@@ -80,16 +88,16 @@ class RunnerSpec(SpecModel):
     poll_timeout_margin_minutes: int = Field(10, ge=1, le=120, strict=True)
     """Added to a pool's `cold_start_minutes` for its runner's `poll_timeout`: how long a job's pod may wait
     for a node before the job fails. Never zero: a node that takes exactly the cold start would fail the job."""
-    tags: tuple[str, ...] = ("kapsule", "gpu")
+    tags: tuple[str, ...] = Field(("kapsule", "gpu"), max_length=MAX_LIST)
     """The default pool's tags: a job carrying these (and no other) runs on `default_pool`. Only the default
     pool's runner holds all of them (plus its pool's name). No runner takes untagged jobs."""
-    pool_tags: tuple[str, ...] = ("kapsule",)
+    pool_tags: tuple[str, ...] = Field(("kapsule",), max_length=MAX_LIST)
     """Tags every runner holds besides its pool's name: the other pools' runners hold `[*pool_tags, <pool>]`
     and their profiles' templates carry exactly that. They must not hold all of `tags`."""
-    allowed_images: tuple[str, ...] = ()
+    allowed_images: tuple[ImagePattern, ...] = Field((), max_length=MAX_LIST)
     """Images (and services) jobs may use besides the registry's (`rg.<region>.scw.cloud/<namespace>/*`) and
     `default_image`; gitlab-runner's `allowed_images` globs (`docker.io/library/python:*`)."""
-    description: str = "gpu-ci: Kapsule GPU runner (managed by Pulumi)"
+    description: str = Field("gpu-ci: Kapsule GPU runner (managed by Pulumi)", max_length=255)
     """The runner's description on GitLab."""
     access_level: Literal["not_protected", "ref_protected"] = "not_protected"
     """`ref_protected` runs jobs of protected branches and tags only."""
@@ -101,14 +109,14 @@ class RunnerSpec(SpecModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 63:
+        if not is_dns_label(value):
             raise ValueError("not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')")
         return value
 
     @field_validator("chart_version")
     @classmethod
     def _chart_version(cls, value: str) -> str:
-        if not _CHART_VERSION.match(value):
+        if not _CHART_VERSION.fullmatch(value):
             raise ValueError("not a chart version like 0.86.0 (pin an exact version)")
         return value
 
@@ -125,7 +133,7 @@ class RunnerSpec(SpecModel):
         if not value:
             raise ValueError("needs at least one tag: the runner takes no untagged jobs")
         for tag in value:
-            if not _TAG.match(tag):
+            if not _TAG.fullmatch(tag):
                 raise ValueError(f"tag {tag!r} must be letters, digits, '_', '.' or '-'")
         if len(set(value)) != len(value):
             raise ValueError("lists a tag twice")

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 def secret_config_keys(spec: PlatformSpec) -> list[str]:
     """Keys (in the project's namespace, `gpu-ci:<key>`) of the secrets the program needs, sorted."""
-    keys = set(spec.ci.secret_config_keys())
+    keys = set(spec.ci.secret_config_keys()) | set(spec.registry.secret_config_keys())
     if spec.runner.cache is not None:
         keys |= {CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG}
     return sorted(keys)

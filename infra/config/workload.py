@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from infra.config.base import SpecModel
+from infra.config.base import (
+    MAX_BATCHES_PER_DAY,
+    MAX_JOBS_PER_DAY,
+    MAX_LIST,
+    MAX_MINUTES_PER_JOB,
+    MAX_PROFILES,
+    SpecModel,
+    StrictFloat,
+    StrictInt,
+)
 from infra.config.errors import Problem, key_path
 
 if TYPE_CHECKING:
@@ -20,11 +29,11 @@ if TYPE_CHECKING:
 class ProfileLoadSpec(SpecModel):
     """One profile's daily load."""
 
-    jobs_per_day: int = Field(ge=0)
-    """Jobs of this profile a day."""
-    minutes_per_job: float = Field(gt=0)
+    jobs_per_day: StrictInt = Field(ge=0, le=MAX_JOBS_PER_DAY)
+    """At most MAX_JOBS_PER_DAY: the cost model simulates every job."""
+    minutes_per_job: StrictFloat = Field(gt=0, le=MAX_MINUTES_PER_JOB)
     """Run time of one job when it has its node's GPU to itself (what GitLab shows for the old setup)."""
-    gpu_utilization: float | None = Field(None, gt=0, le=1)
+    gpu_utilization: StrictFloat | None = Field(None, gt=0, le=1)
     """Share of the GPU's time one job keeps busy when alone (nvidia-smi `utilization.gpu`, 0.34 for 34 %).
     Given, jobs sharing a GPU slow down once their sum passes 100 %; absent, sharing is assumed free."""
 
@@ -34,16 +43,16 @@ class BaselineSpec(SpecModel):
 
     node_type: str = "L40S-1-48G"
     """The GPU node type every job ran on, one at a time, billed around the clock."""
-    idle_node_types: tuple[str, ...] = ()
+    idle_node_types: tuple[str, ...] = Field((), max_length=MAX_LIST)
     """Other nodes the old setup billed around the clock without running jobs (e.g. the idle L4)."""
 
 
 class WorkloadSpec(SpecModel):
     """A day of CI jobs: per profile, how many and how long; they arrive in `batches_per_day` bursts."""
 
-    batches_per_day: int = Field(1, ge=1)
+    batches_per_day: StrictInt = Field(1, ge=1, le=MAX_BATCHES_PER_DAY)
     """Bursts (pipelines) the day's jobs arrive in; each finds the GPU pools scaled to zero."""
-    profiles: dict[str, ProfileLoadSpec]
+    profiles: dict[str, ProfileLoadSpec] = Field(max_length=MAX_PROFILES)
     """Daily load by profile name."""
     baseline: BaselineSpec = BaselineSpec()
     """The old setup the report compares with."""
@@ -64,6 +73,16 @@ def workload_problems(spec: PlatformSpec) -> list[Problem]:
                     f"no such profile (profiles: {', '.join(sorted(spec.profiles))})",
                 )
             )
+    total = sum(load.jobs_per_day for load in workload.profiles.values())
+    if total > MAX_JOBS_PER_DAY:
+        problems.append(
+            Problem(
+                key_path("workload", "profiles"),
+                {name: load.jobs_per_day for name, load in sorted(workload.profiles.items())},
+                f"{total} jobs a day in all, above gpu-ci's limit of {MAX_JOBS_PER_DAY} (the cost model "
+                "simulates every job; docs/config-limits.md)",
+            )
+        )
     baseline = workload.baseline
     if baseline.node_type not in spec.catalog:
         problems.append(Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "unknown node type"))

@@ -293,6 +293,8 @@ class RecordingMocks(pulumi_mocks.Mocks):
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     """A MockMonitor that keeps each registration's inputs and options, in order."""
 
+    mocks: RecordingMocks
+
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []

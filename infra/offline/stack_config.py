@@ -2,6 +2,11 @@
 
 Encrypted values (`secure: v1:...`) cannot be decrypted offline; they become a visible placeholder
 and their keys are marked secret, so the program sees a secret where `pulumi up` would.
+
+A stack file is input like any other: it is read with a size cap, aliases may not expand it past a small
+budget (a "billion laughs" file would hang every later step), duplicate keys are refused, provider
+credentials must be `secure:`, and every YAML, encoding or shape error is one `StackFileError` line
+`<file>:<line>: <reason>`.
 """
 
 from __future__ import annotations
@@ -13,7 +18,18 @@ from typing import Any
 
 import yaml
 
+from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
+from infra.config.errors import format_value
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+MAX_STACK_FILE_BYTES = 1 << 20
+"""A stack file larger than 1 MiB is refused unread (the dev stack's is about 4 KiB)."""
+MAX_EXPANDED_NODES = 50_000
+"""YAML nodes a stack file may expand to, aliases counted each time they are used (the dev stack: ~300)."""
+
+
+class StackFileError(ValueError):
+    """A stack file that cannot be read as a Pulumi stack config; str() is one line naming file and line."""
 
 
 @dataclass(frozen=True)
@@ -53,16 +69,146 @@ def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None =
         raise FileNotFoundError(
             f"no stack file {path.name} in {root} (stacks: {', '.join(list_stacks(root)) or 'none'})"
         )
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    document, lines = read_stack_file(path)
     values: dict[str, Any] = {}
     secret_keys: list[str] = []
-    for key, value in (document.get("config") or {}).items():
+    for key, value in document.items():
         full_key = key if ":" in key else f"{project}:{key}"
         decoded, has_secret = _strip_secure(value, full_key)
+        if full_key in PROVIDER_CREDENTIAL_KEYS and not (isinstance(value, dict) and set(value) == {"secure"}):
+            raise StackFileError(
+                f"{path.name}:{lines.get(key, 1)}: {full_key} is a credential stored in plain text: remove it and "
+                f"run pulumi config set --secret {full_key} ..."
+            )
         values[full_key] = decoded
         if has_secret:
             secret_keys.append(full_key)
     return StackConfig(project, stack, values, tuple(secret_keys))
+
+
+def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:  # noqa: PLR0912 - one check a branch
+    """The `config:` mapping of a stack file, and the line of each of its keys; StackFileError otherwise."""
+    name = path.name
+    if path.is_dir():
+        raise StackFileError(f"{name}: is a directory, not a stack file")
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_STACK_FILE_BYTES + 1)
+    except OSError as err:
+        raise StackFileError(f"{name}: cannot be read ({err.strerror or err})") from None
+    if len(data) > MAX_STACK_FILE_BYTES:
+        raise StackFileError(f"{name}: larger than {MAX_STACK_FILE_BYTES // 1024} KiB, not a stack file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise StackFileError(f"{name}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from None
+    loader = _LOADER(text)
+    try:
+        _check_events(text)
+        root = loader.get_single_node()
+        if root is None:
+            return {}, {}
+        _check_nodes(root)
+        document = loader.construct_document(root)
+    except StackFileError as err:
+        raise StackFileError(f"{name}:{err}") from None
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise StackFileError(f"{where}: not valid YAML: {err.problem or err.context}") from None
+    except yaml.reader.ReaderError as err:
+        line = text[: err.position].count("\n") + 1
+        raise StackFileError(f"{name}:{line}: not a readable stack file: {err.reason}") from None
+    except (yaml.YAMLError, ValueError, RecursionError) as err:
+        raise StackFileError(f"{name}: not a readable stack file: {str(err).splitlines()[0][:200]}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(document, dict) or not isinstance(root, yaml.MappingNode):
+        raise StackFileError(f"{name}:1: must be a mapping with a config: key, not {type(document).__name__}")
+    config = document.get("config")
+    config_node = next((v for k, v in root.value if k.value == "config"), None)
+    if config is None:
+        return {}, {}
+    if not isinstance(config, dict) or not isinstance(config_node, yaml.MappingNode):
+        line = config_node.start_mark.line + 1 if config_node is not None else 1
+        raise StackFileError(f"{name}:{line}: config must be a mapping of keys to values, not {type(config).__name__}")
+    lines = {
+        str(key_node.value): key_node.start_mark.line + 1
+        for key_node, _ in config_node.value
+        if isinstance(key_node, yaml.ScalarNode)
+    }
+    for key in config:
+        if not isinstance(key, str) or not key or key.count(":") > 1 or key.startswith(":") or key.endswith(":"):
+            line = lines.get(str(key)[:100], config_node.start_mark.line + 1)
+            raise StackFileError(f"{name}:{line}: config key {format_value(key)} is not a key like gpu-ci:platform")
+    return config, lines
+
+
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_MAX_NUMBER_TEXT = 100
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML has it (several times faster), else the pure-Python one."""
+MAX_DEPTH = 64
+"""Nesting of mappings and lists a stack file may have (the dev stack: 6)."""
+
+
+def _check_events(text: str) -> None:
+    """One streaming pass over the YAML events, before any node is built: nesting depth, recursive aliases, and
+    the size the document expands to with every alias counted each time it is used (a "billion laughs" file
+    is ten lines that expand to a billion values)."""
+    total = 0
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, total when it started)
+    sizes: dict[str, int] = {}
+    for event in yaml.parse(text, Loader=_LOADER):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 1
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                raise StackFileError(f"{line}: a recursive or undefined alias *{event.anchor}")
+            total += sizes[event.anchor]
+        elif isinstance(event, yaml.ScalarEvent):
+            total += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            open_nodes.append((event.anchor, total))
+            total += 1
+            if len(open_nodes) > MAX_DEPTH:
+                raise StackFileError(f"{line}: nested more than {MAX_DEPTH} levels deep, not a stack config")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            anchor, started = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = total - started
+        if total > MAX_EXPANDED_NODES:
+            raise StackFileError(
+                f"{line}: expands to more than {MAX_EXPANDED_NODES} values (each alias counted where it is used), "
+                "not a stack config"
+            )
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuse duplicate keys and numbers too long to convert (checked once per node, aliases included)."""
+    seen_nodes: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
+            raise StackFileError(f"{node.start_mark.line + 1}: a number of {len(node.value)} characters")
+        if isinstance(node, yaml.MappingNode):
+            keys: set[tuple[str, str]] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if (key.tag, key.value) in keys:
+                        raise StackFileError(f"{key.start_mark.line + 1}: duplicate key {format_value(key.value)}")
+                    keys.add((key.tag, key.value))
+                pending += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            pending += node.value
 
 
 def list_stacks(root: Path = PROJECT_ROOT) -> list[str]:

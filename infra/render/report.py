@@ -171,18 +171,12 @@ def render_prices(platform: Platform) -> str:
 
 
 def render_cost(platform: Platform, cost: CostReport) -> str:
-    """The workload's day: per profile run times, per pool cost, new setup against the old one."""
+    """The workload's simulated day: per profile run times, per pool cost, failures, new setup against old."""
     loads = [
-        (
-            p.profile,
-            p.pool,
-            str(p.jobs_per_day),
-            _minutes(p.minutes_alone),
-            _minutes(p.minutes_full_node),
-        )
+        (p.profile, p.pool, str(p.jobs_per_day), _minutes(p.minutes_alone), _minutes(p.minutes_as_run))
         for p in cost.profiles
     ]
-    load_table = render_table(("profile", "pool", "jobs/day", "min/job, GPU to itself", "min/job, node full"), loads)
+    load_table = render_table(("profile", "pool", "jobs/day", "min/job, GPU to itself", "min/job, as run"), loads)
     rows = []
     for day in cost.pools:
         pool = platform.pools[day.pool]
@@ -193,44 +187,37 @@ def render_cost(platform: Platform, cost: CostReport) -> str:
                 f"{day.pool} ({day.node_type}, {scaling})",
                 format_eur(day.eur_per_day),
                 _hours(day.scaled_node_hours + day.always_on_node_hours),
-                _minutes(day.drain_minutes) if any(b.jobs for b in day.bursts) else "-",
+                f"{day.peak_pods}/{day.slots}" if pool.runner else "-",
             )
         )
     baseline = cost.baseline
     old_label = f"old: {baseline.node_type}, one job at a time, always on" + "".join(
         f" + idle {t}" for t in baseline.idle_node_types
     )
-    rows.append(("new setup", format_eur(cost.eur_per_day), "", _minutes(cost.drain_minutes)))
+    rows.append(("new setup", format_eur(cost.eur_per_day), "", ""))
     rows.append(
-        (
-            old_label,
-            format_eur(baseline.eur_per_day),
-            _hours(Fraction(24 * (1 + len(baseline.idle_node_types)))),
-            _minutes(baseline.drain_minutes),
-        )
+        (old_label, format_eur(baseline.eur_per_day), _hours(Fraction(24 * (1 + len(baseline.idle_node_types)))), "")
     )
-    table = render_table(("", "EUR/day", "node-hours/day", "drain largest burst (min)"), rows)
-    jobs = cost.jobs_per_day
+    table = render_table(("", "EUR/day", "node-hours/day", "peak pods/slots"), rows)
+    failed = ", ".join(f"{n} {reason}" for reason, n in sorted(cost.failed_by_reason.items())) or "none"
+    wait = "-" if cost.longest_wait_minutes is None else f"{_minutes(cost.longest_wait_minutes)} min"
     lines = [
-        f"Workload (platform.workload): {jobs} jobs a day in {cost.batches_per_day} burst(s):\n" + load_table,
+        f"Workload (platform.workload): {cost.jobs_per_day} jobs a day in {cost.batches_per_day} burst(s), "
+        "simulated:\n" + load_table,
         "A day, new setup against old:\n" + table,
+        f"Failed jobs: {failed}. Largest burst: {_minutes(cost.makespan_minutes)} min "
+        f"(old setup: {_minutes(baseline.makespan_minutes)} min). Longest wait before a job runs: {wait}.\n",
         _summary(cost),
     ]
-    notes = [
-        f"  - {day.pool}: bursts overlap (a burst's nodes are still up when the next arrives): "
-        "cold starts are over-counted\n"
-        for day in cost.pools
-        if day.bursts_overlap
-    ]
     if not baseline.keeps_up:
-        notes.append(
-            f"  - old setup: {_hours(baseline.busy_hours_per_day)} h of jobs a day do not fit in 24 h "
-            "on one node: its queue never drains\n"
+        lines.append(
+            f"Old setup: {_hours(baseline.busy_hours_per_day)} h of jobs a day do not fit in 24 h on one node: "
+            "its queue never drains.\n"
         )
     lines.append(
-        "Model (docs/cost.md): bursts find GPU pools at zero; waves of max_size x jobs/node; nodes billed "
-        "from creation (cold start included) to scale_down_unneeded_time after their last job; a job slows by "
-        "max(1, gpu_utilization x jobs sharing its GPU; MPS: x replicas).\n" + "".join(notes)
+        "Model (docs/simulation.md): GitLab's queue in id order and tags, each runner's slots held while a pod is "
+        "Pending, poll_timeout, cold starts, scale-down after scale_down_unneeded_time, per-minute billing; jobs "
+        "sharing a GPU slow down by max(1, gpu_utilization x jobs on it; MPS: x replicas).\n"
     )
     return "\n".join(lines)
 
@@ -245,10 +232,7 @@ def _summary(cost: CostReport) -> str:
         if new.jobs_per_day
         else ""
     )
-    return (
-        f"New setup: {_percent(new.eur_per_day / old.eur_per_day)} of the old daily cost{per_job}; "
-        f"the largest burst drains in {_minutes(new.drain_minutes)} min instead of {_minutes(old.drain_minutes)}.\n"
-    )
+    return f"New setup: {_percent(new.eur_per_day / old.eur_per_day)} of the old daily cost{per_job}.\n"
 
 
 def _vs(ratio: Fraction) -> str:

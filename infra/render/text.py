@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
@@ -12,7 +13,7 @@ def format_eur(amount: Fraction) -> str:
     return str(exact.quantize(Decimal("0.0001"), rounding=ROUND_HALF_UP))
 
 
-def render_table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
+def render_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     """A fixed-width table: a header, a rule, one line per row, columns two spaces apart."""
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in [header, *body]]

@@ -4,7 +4,9 @@ For merge requests whose pipeline has no cloud access (forks, unprotected branch
 head are each planned offline, and this says what the head would create, delete or change, laid out like
 `pulumi preview --diff` (same markers, same `Resources:` summary), so one summary parser and one note
 template serve both. It compares what the program would *send* (inputs and resource options); it cannot
-see the cloud's state, nor tell an in-place update from a replacement: `pulumi preview` can.
+see the cloud's state. A change of a field the provider replaces on (`REPLACE_ON`: a pool's node type,
+a namespace's name, ...) is shown as a replacement (`+-`), as `pulumi preview` would; a replacement the
+provider decides from state alone is only visible to `pulumi preview`.
 
 Secrets: the plans already show every secret as "[secret]" (`plan --json` masks them before writing)
 and this module reads nothing else, so a secret can neither appear here nor be compared.
@@ -18,9 +20,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-OPS: Final = ("create", "update", "delete")
+OPS: Final = ("create", "update", "replace", "delete")
 """Operations in the order `pulumi preview` prints them, with its markers below."""
-MARKERS: Final = {"create": "+", "update": "~", "delete": "-"}
+MARKERS: Final = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
+
+_POOL: Final = ("nodeType", "zone", "name", "clusterId")
+_CLUSTER: Final = ("type", "privateNetworkId")
+_REGISTRY_NAMESPACE: Final = ("name", "region")
+REPLACE_ON: Final[dict[str, tuple[str, ...]]] = {
+    "scaleway:kubernetes/pool:Pool": _POOL,
+    "scaleway:index/kubernetesNodePool:KubernetesNodePool": _POOL,
+    "scaleway:kubernetes/cluster:Cluster": _CLUSTER,
+    "scaleway:index/kubernetesCluster:KubernetesCluster": _CLUSTER,
+    "gitlab:index/userRunner:UserRunner": ("runnerType", "projectId", "groupId"),
+    "kubernetes:core/v1:Namespace": ("metadata.name",),
+    "scaleway:registry/namespace:Namespace": _REGISTRY_NAMESPACE,
+    "scaleway:index/registryNamespace:RegistryNamespace": _REGISTRY_NAMESPACE,
+}
+"""Input paths whose change makes the provider replace the resource (ForceNew in the Scaleway and GitLab
+providers; a Kubernetes object's name): the offline diff marks such an update `+-` like `pulumi preview`."""
 
 IDENTITY_KEYS: Final = ("name", "pool", "key")
 """A list of objects that all carry one of these (unique) is compared by it, not by position: inserting
@@ -71,7 +89,9 @@ class ResourceChange:
     inputs: tuple[Change, ...] = ()
     options: tuple[Change, ...] = ()
     protected: bool = False
-    """A deleted resource that is protected in the base: `pulumi up` refuses until it is unprotected."""
+    """A deleted or replaced resource that is protected in the base: `pulumi up` refuses until unprotected."""
+    replace_reasons: tuple[str, ...] = ()
+    """For `replace`: the changed input paths that force it (`REPLACE_ON`)."""
 
 
 @dataclass(frozen=True)
@@ -122,12 +142,25 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
         else:
             inputs = diff_values(old.get("inputs") or {}, new.get("inputs") or {})
             options = diff_values(_options(old), _options(new))
-            if inputs or options:
+            reasons = replace_reasons(new["type"], inputs)
+            if reasons:
+                protected = bool(_options(old).get("protect"))
+                changes.append(
+                    ResourceChange("replace", urn, new["type"], new["name"], inputs, options, protected, reasons)
+                )
+            elif inputs or options:
                 changes.append(ResourceChange("update", urn, new["type"], new["name"], inputs, options))
             else:
                 unchanged += 1
     outputs = diff_values(base.get("outputs") or {}, head.get("outputs") or {})
     return PlanDiff(str(head.get("stack", "")), tuple(changes), unchanged, outputs)
+
+
+def replace_reasons(type_token: str, inputs: tuple[Change, ...]) -> tuple[str, ...]:
+    """The fields of `REPLACE_ON[type_token]` that `inputs` change (a field, or anything under it)."""
+    fields = REPLACE_ON.get(type_token, ())
+    changed = [c.path for c in inputs]
+    return tuple(f for f in fields if any(p == f or p.startswith((f"{f}.", f"{f}[")) for p in changed))
 
 
 def _options(resource: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,8 +260,10 @@ def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "hea
 
 def _render_resource(resource: ResourceChange) -> list[str]:
     note = f"({resource.op})"
-    if resource.op == "delete" and resource.protected:
-        note = "(delete; protected: `pulumi up` refuses until it is unprotected)"
+    if resource.op == "replace":
+        note = f"(replace, because of {', '.join(resource.replace_reasons)})"
+    if resource.op in ("delete", "replace") and resource.protected:
+        note = f"{note[:-1]}; protected: `pulumi up` refuses until it is unprotected)"
     lines = [f"{MARKERS[resource.op]} {resource.type}  {resource.name}  {note}", f"{INDENT}[urn={resource.urn}]"]
     for change in resource.inputs:
         lines.extend(_render_change(change))

@@ -4,12 +4,22 @@ Thin on purpose: what to say is decided in `infra.review.note`; this only talks 
 (`GET /user`, `GET` the merge request, list/create/update its notes) and turns a refusal into one line
 that says what to fix. Posting needs a token with the `api` scope: CI_JOB_TOKEN cannot post notes
 (gitlab-org/gitlab#464591), and a `read_api` token is refused with 403 `insufficient_scope`.
+
+Least trust: the token of the unprotected `plan-diff` job is readable by anyone who can push a branch,
+so before posting, `vet_token` refuses a token that could do more than comment: a role above Reporter
+on the project (`GET /projects/:id/members/all/:user_id`), a scope beyond `api`/`read_api`, no expiry or
+one more than 90 days away (`GET /personal_access_tokens/self`). The protected `preview` job posts with
+its own token, as another user (`same_user` checks), so the unprotected token can never edit its note.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Final
+from urllib.parse import quote
 
 import gitlab
 import requests
@@ -18,9 +28,15 @@ from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
 TOKEN_ADVICE: Final = (
-    "use a project access token with role Reporter and scope `api`, stored as a masked CI/CD variable "
-    "(docs/operations.md: 'Bootstrap, once')"
+    "use a project access token with role Reporter, scope `api` and an expiry within 90 days, stored as a "
+    "masked CI/CD variable (docs/security.md)"
 )
+REPORTER: Final = 20
+"""GitLab's access level of the Reporter role: may comment, may not push, merge or read CI/CD variables."""
+ROLES: Final = {10: "Guest", 15: "Planner", 20: "Reporter", 30: "Developer", 40: "Maintainer", 50: "Owner"}
+MAX_TOKEN_DAYS: Final = 90
+NOTE_SCOPES: Final = frozenset({"api", "read_api", "self_rotate"})
+"""Scopes a note token may carry: `api` to post; `self_rotate` lets it rotate itself. Nothing that writes code."""
 
 
 class NoteError(Exception):
@@ -53,6 +69,103 @@ def check_token(token: str, job_token: str | None = None) -> None:
         raise NoteError(f"the token is a CI job token, which cannot post merge-request notes; {TOKEN_ADVICE}")
 
 
+@dataclass(frozen=True)
+class TokenFacts:
+    """What GitLab says about a token: its user, scopes, expiry and role on the project (None: not a member)."""
+
+    user_id: int
+    scopes: tuple[str, ...]
+    expires_at: date | None
+    access_level: int | None
+    active: bool = True
+
+
+def judge_token(facts: TokenFacts, today: date, max_days: int = MAX_TOKEN_DAYS) -> str | None:
+    """Why a note token may not be used (one line), or None. Pure: `vet_token` asks GitLab for the facts."""
+    if not facts.active:
+        return "the token is revoked or inactive"
+    extra = sorted(set(facts.scopes) - NOTE_SCOPES)
+    if extra:
+        return f"the token has scopes {extra} besides `api`: a note token needs nothing else"
+    if facts.access_level is None:
+        return "the token's user is not a member of the project (role Reporter is needed to comment)"
+    if facts.access_level > REPORTER:
+        role = ROLES.get(facts.access_level, f"access level {facts.access_level}")
+        return (
+            f"the token's role on the project is {role} ({facts.access_level}), above Reporter: anyone who can "
+            "push a branch can read this token, so it must not be able to push, merge or read variables"
+        )
+    if facts.expires_at is None:
+        return "the token never expires"
+    if facts.expires_at > today + timedelta(days=max_days):
+        return f"the token expires on {facts.expires_at.isoformat()}, more than {max_days} days from now"
+    return None
+
+
+def vet_token(target: Target, token: str, today: date | None = None) -> TokenFacts:
+    """Ask GitLab about the token, and refuse (NoteError) one that could do more than comment."""
+    client = _client(target, token)
+    with _translated(target):
+        facts = _token_facts(client, target)
+    reason = judge_token(facts, today or datetime.now(UTC).date())
+    if reason:
+        raise NoteError(f"{reason}; {TOKEN_ADVICE}")
+    return facts
+
+
+def same_user(target: Target, token: str, other: str) -> bool:
+    """Whether two tokens act as one GitLab user (False if the other one is refused: it can edit nothing)."""
+    if token == other:
+        return True
+    with _translated(target):
+        mine = _client(target, token).http_get("/user")
+    try:
+        theirs = _client(target, other).http_get("/user")
+    except GitlabError:
+        return False
+    return isinstance(mine, dict) and isinstance(theirs, dict) and mine.get("id") == theirs.get("id")
+
+
+def _token_facts(client: gitlab.Gitlab, target: Target) -> TokenFacts:
+    me = client.http_get("/personal_access_tokens/self")
+    assert isinstance(me, dict)
+    user_id = int(me["user_id"])
+    try:
+        member = client.http_get(f"/projects/{quote(target.project, safe='')}/members/all/{user_id}")
+        level = int(member["access_level"]) if isinstance(member, dict) else None
+    except GitlabError as err:
+        if err.response_code != 404:
+            raise
+        level = None
+    expires = me.get("expires_at")
+    return TokenFacts(
+        user_id=user_id,
+        scopes=tuple(str(s) for s in me.get("scopes") or ()),
+        expires_at=date.fromisoformat(str(expires)[:10]) if expires else None,
+        access_level=level,
+        active=bool(me.get("active", True)) and not me.get("revoked", False),
+    )
+
+
+def _client(target: Target, token: str) -> gitlab.Gitlab:
+    return gitlab.Gitlab(target.url, private_token=token, timeout=30, retry_transient_errors=True)
+
+
+@contextmanager
+def _translated(target: Target) -> Iterator[None]:
+    """GitLab's refusals as one NoteError line that says what to fix."""
+    try:
+        yield
+    except GitlabAuthenticationError as err:
+        raise NoteError(
+            f"GitLab rejected the token ({_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
+        ) from None
+    except GitlabError as err:
+        raise NoteError(explain(err, target)) from None
+    except requests.RequestException as err:
+        raise NoteError(f"cannot reach GitLab at {target.url}: {err}") from None
+
+
 def upsert_note(
     target: Target, token: str, marker: str, body: str, *, create: bool, head_sha: str | None = None
 ) -> Outcome:
@@ -62,8 +175,8 @@ def upsert_note(
     the merge request has moved on to a newer commit, nothing is written: a slower, older pipeline must
     not overwrite the newer pipeline's note.
     """
-    client = gitlab.Gitlab(target.url, private_token=token, timeout=30, retry_transient_errors=True)
-    try:
+    client = _client(target, token)
+    with _translated(target):
         client.auth()
         assert client.user is not None
         me = client.user.id
@@ -86,14 +199,6 @@ def upsert_note(
             return Outcome("unchanged", note.id)
         mr.notes.update(note.id, {"body": body})
         return Outcome("updated", note.id)
-    except GitlabAuthenticationError as err:
-        raise NoteError(
-            f"GitLab rejected the token ({_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
-        ) from None
-    except GitlabError as err:
-        raise NoteError(explain(err, target)) from None
-    except requests.RequestException as err:
-        raise NoteError(f"cannot reach GitLab at {target.url}: {err}") from None
 
 
 def explain(err: GitlabError, target: Target) -> str:

@@ -24,9 +24,23 @@ _UNCHANGED = re.compile(r"\b(\d+) unchanged\b")
 _OUTPUT_HEADERS = ("Outputs:", "--outputs:--")
 
 
-def marker(stack: str) -> str:
-    """The hidden first line that identifies this tool's note for `stack` on an MR."""
-    return f"<!-- gpu-ci:mr-note stack={stack} -->"
+SOURCES: Final = ("preview", "offline")
+"""Who writes a note: the protected `preview` job, or the unprotected `plan-diff` job (offline)."""
+
+
+def marker(stack: str, source: str = "preview") -> str:
+    """The hidden first line that identifies this tool's note for `stack` on an MR, and which job wrote it.
+
+    The two jobs post as two GitLab users, and each only ever looks for its own marker: the unprotected
+    job cannot mistake the protected job's note for its own, let alone edit it.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"note source {source!r}: expected one of {SOURCES}")
+    return f"<!-- gpu-ci:mr-note stack={stack} source={source} -->"
+
+
+def _marker(note: NoteInput) -> str:
+    return marker(note.stack, "offline" if note.offline else "preview")
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,8 @@ class NoteInput:
     warnings: tuple[str, ...] = ()
     commit: str | None = None
     job_url: str | None = None
+    delta: tuple[str, ...] = ()
+    """The cost delta, base against head (`infra.review.delta.render_delta`): Markdown lines shown first."""
 
     @property
     def summary(self) -> PreviewSummary:
@@ -139,14 +155,18 @@ def has_something_to_say(note: NoteInput) -> bool:
 def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> str:
     """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings."""
     summary = note.summary
-    parts = [marker(note.stack), f"### Infrastructure preview: stack `{note.stack}`", "", _headline(note, summary)]
+    parts = [_marker(note), f"### Infrastructure preview: stack `{note.stack}`", ""]
+    if note.delta:
+        parts += [*note.delta, ""]
+    parts.append(_headline(note, summary))
     if note.offline:
         parts += [
             "",
             "This pipeline has no cloud credentials (a fork, or a branch that does not receive the protected "
             "variables), so this compares what the program would register at the base and at this commit "
-            "(`python -m infra plan --json`, under mocks), not the cloud's state: it cannot tell an in-place "
-            "update from a replacement. The `preview` job on the default branch shows that before `up`.",
+            "(`python -m infra plan --json`, under mocks), not the cloud's state. Changes of fields the providers "
+            "replace on are marked `+-` (replace); a replacement decided from the cloud's state shows only in "
+            "the `preview` job on the default branch, before `up`.",
         ]
     shown, shown_lines, total_lines = clip(clean(note.text), max_lines, max_chars)
     title = "Offline plan diff" if note.offline else "<code>pulumi preview --diff</code>"
@@ -180,7 +200,7 @@ def render_no_changes(note: NoteInput) -> str:
     return (
         "\n".join(
             [
-                marker(note.stack),
+                _marker(note),
                 f"### Infrastructure preview: stack `{note.stack}`",
                 "",
                 f"No infrastructure changes{at}: {what} reports {note.summary.describe()}{log}.",

@@ -1,0 +1,154 @@
+"""`python -m infra workload --from-gitlab`: measure `platform.workload` from the training project's job history.
+
+Reads the last `--days` days of jobs of the stack's training project (`platform.gitlab.url`/`.project`,
+or `--gitlab-url`/`--project`) with the token in $GITLAB_TOKEN (scope `read_api`), sorts them into
+profiles, prints the report and the "assumed vs measured" table on stderr and the `workload:` section,
+ready to paste, on stdout; `--write` puts it into `Pulumi.<stack>.yaml` instead, keeping its comments.
+Exit 2: bad stack config, token or project; exit 1: GitLab unreachable or rate-limiting too long.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from infra.config.errors import SpecError
+from infra.model import Platform, load_platform
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig, load_stack_config
+from infra.workload.mapping import routing_of
+from infra.workload.measure import (
+    measure,
+    observed_days,
+    parse_time,
+    render_comparison,
+    render_report,
+    workload_figures,
+    writable,
+)
+
+TOKEN_VARIABLE = "GITLAB_TOKEN"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "workload", help="measure platform.workload (jobs/day, minutes/job, bursts) from GitLab's job history"
+    )
+    parser.add_argument(
+        "--from-gitlab", action="store_true", help=f"read the training project's jobs (token: ${TOKEN_VARIABLE})"
+    )
+    parser.add_argument("--days", type=int, default=14, help="days of history to read (default: 14)")
+    parser.add_argument("--until", help="end of the window, ISO date or time in UTC (default: now)")
+    parser.add_argument("--write", action="store_true", help="write the measured section into the stack file")
+    parser.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml holds the spec (default: dev)")
+    parser.add_argument("--config", type=Path, help="use this stack file instead of Pulumi.<stack>.yaml")
+    parser.add_argument("--gitlab-url", help="GitLab instance URL (default: platform.gitlab.url)")
+    parser.add_argument("--project", help="training project path or id (default: platform.gitlab.project)")
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+    env = os.environ if env is None else env
+    path = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
+    try:
+        config = load_stack_config(args.stack, path=args.config)
+        platform = load_platform(config.get("platform"))
+    except (FileNotFoundError, SpecError) as err:
+        return _fail(str(err))
+    if not args.from_gitlab:
+        return _fail("say where to measure from: --from-gitlab (the only source so far)")
+    if args.days < 1:
+        return _fail(f"--days {args.days}: give at least 1 day")
+    try:
+        until = _until(args.until)
+    except ValueError:
+        return _fail(f"--until {args.until!r}: not an ISO date or time like 2026-11-30 or 2026-11-30T12:00")
+    token = env.get(TOKEN_VARIABLE, "")
+    if not token:
+        return _fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
+    url = args.gitlab_url or platform.spec.gitlab.url
+    project = args.project or platform.spec.gitlab.project
+    since = until - timedelta(days=args.days)
+
+    return _from_gitlab(args, config, platform, path, GitlabSource(url, project, token, since, until, args.days))
+
+
+@dataclass(frozen=True)
+class GitlabSource:
+    """Where the history is read from, and the window."""
+
+    url: str
+    project: str
+    token: str = field(repr=False)
+    since: datetime
+    until: datetime
+    days: int
+
+
+def _from_gitlab(
+    args: argparse.Namespace, config: StackConfig, platform: Platform, path: Path, source: GitlabSource
+) -> int:
+    # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
+    from infra.workload import stack_file  # noqa: PLC0415
+    from infra.workload.gitlab_jobs import Progress, ReadError, read_history  # noqa: PLC0415
+
+    try:
+        history = read_history(source.url, source.project, source.token, source.since, progress=Progress(sys.stderr))
+    except ReadError as err:
+        return _fail(str(err), err.exit_code)
+    days = observed_days(source.since, source.until, history.created_at)
+    measurement = measure(
+        history.jobs, routing_of(platform), source.since, source.until, days, runner_tags=history.runner_tags
+    )
+    if measurement.seen == 0:
+        print(
+            f"workload: no job in {history.project} in the last {source.days} days: nothing measured", file=sys.stderr
+        )
+        return 0
+    sys.stderr.write(
+        render_report(
+            measurement, history.project, {pool: r.poll_timeout_seconds for pool, r in platform.runners.items()}
+        )
+    )
+    if history.runner_note:
+        print(f"note: {history.runner_note}", file=sys.stderr)
+    if measurement.training_jobs == 0:
+        print(
+            f"workload: none of the {measurement.seen} jobs is a training job (no profile's runner, tags or "
+            "family matched): nothing written",
+            file=sys.stderr,
+        )
+        return 0
+    assumed = (config.get("platform") or {}).get("workload")
+    figures = writable(workload_figures(measurement, assumed))
+    sys.stderr.write("\n" + render_comparison(figures))
+    document = stack_file.load(path)
+    section = stack_file.apply(stack_file.platform_node(document, config.project), figures)
+    if args.write:
+        stack_file.write(path, document)
+        print(f"workload: wrote platform.workload into {path}", file=sys.stderr)
+        return 0
+    header = (
+        f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
+        f"({measurement.training_jobs} training jobs)\n"
+        f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
+    )
+    sys.stdout.write(stack_file.section_text(section, header))
+    return 0
+
+
+def _until(text: str | None) -> datetime:
+    if not text:
+        return datetime.now(UTC)
+    value = parse_time(text) if "T" in text else parse_time(text + "T00:00:00+00:00")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    for line in message.splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    return code

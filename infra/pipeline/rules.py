@@ -1,0 +1,287 @@
+"""The platform's rules on a resolved pipeline (pure: no Pulumi import).
+
+Routing is by tags, as GitLab routes: a job goes to a runner holding all of its tags.
+- a job no runner of the platform takes is a violation, unless its tags share nothing with any runner's
+  (then it is clearly not a platform job: skipped, like an untagged job);
+- a job that runners of two different pools could take is a violation (either may pick it up);
+- every train/hyperopt job of a model family (`train-validate-dqn`, `hyperopt-tft`: a name token that
+  is a family of a profile) must extend (or `!reference`) its profile's template, be taken by its
+  profile's runner and, if it overrides the pool, stay on the profile's pool;
+- on the runner that takes it, no job may set a `KUBERNETES_*` request or limit above that runner's
+  maximum (the job would fail, not be clamped), a request above its limit (Kubernetes refuses the pod),
+  or a node selector that runner refuses (`ci-training-evil` is not `ci-training`).
+A violation in an inherited value is reported once, where the value is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from infra.config.pools import POOL_NAME_LABEL
+from infra.model import Platform, Runner, derive
+from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
+from infra.quantity import QuantityError
+from infra.render.ci_templates import render_ci_templates
+from infra.routing import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource, Quantity, magnitude, parse_quantity
+
+if TYPE_CHECKING:
+    from infra.config.platform import PlatformSpec
+
+TRAINING_TOKENS = frozenset({"train", "hyperopt"})
+DEFAULT_BRANCH = "main"
+_TOKEN = re.compile(r"[^a-z0-9]+")
+_VARIABLE_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def platform_templates(platform: Platform, default_branch: str = DEFAULT_BRANCH) -> PlatformTemplates:
+    """The templates file as the platform commits it, and where."""
+    spec = platform.spec
+    return PlatformTemplates(
+        project=spec.gitlab.project,
+        path=spec.ci.templates_path,
+        branch=spec.ci.templates_branch or default_branch,
+        text=render_ci_templates(platform),
+    )
+
+
+@dataclass
+class CheckResult:
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    jobs_checked: int = 0
+
+    def add(self, violation: Violation) -> None:
+        if violation not in self.violations:
+            self.violations.append(violation)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+def check_pipeline(
+    path: Path, spec: PlatformSpec, root: Path | None = None, *, default_branch: str = DEFAULT_BRANCH
+) -> CheckResult:
+    """Resolve the pipeline file `path` and check it (ResolveError: it cannot be resolved offline; SpecError:
+    the spec derives no platform)."""
+    platform = derive(spec)
+    pipeline = resolve_file(path, root, platform_templates(platform, default_branch))
+    return check_resolved(pipeline, platform)
+
+
+def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResult:
+    """The platform's rules on a resolved pipeline."""
+    checker = _Checker(platform)
+    for warning in pipeline.warnings:
+        checker.result.warn(warning)
+    for problem in pipeline.problems:
+        checker.result.add(problem)
+    for job in pipeline.jobs.values():
+        for problem in job.problems:
+            checker.result.add(problem)
+        if job.complete:
+            checker.result.jobs_checked += 1
+            checker.check(job)
+    return checker.result
+
+
+def _value(raw: Any) -> str | None:
+    """A variable's value as a string, or None when GitLab alone knows it."""
+    if isinstance(raw, dict):
+        raw = raw.get("value")
+    if raw is None or isinstance(raw, (list, dict)):
+        return None
+    if isinstance(raw, bool):
+        return str(raw).lower()
+    return str(raw)
+
+
+def _expand(raw: Any, variables: dict[str, Any], depth: int = 5) -> str | None:
+    """The value with `$NAME` / `${NAME}` replaced from the job's variables, as GitLab does before the runner
+    (not for a variable declared `expand: false`)."""
+    value = _value(raw)
+    if value is None or (isinstance(raw, dict) and raw.get("expand") is False):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match[1] or match[2]
+        known = _value(variables[name]) if name in variables else None
+        return match[0] if known is None else known
+
+    for _ in range(depth):
+        expanded = _VARIABLE_REF.sub(substitute, value)
+        if expanded == value:
+            break
+        value = expanded
+    return value
+
+
+def _pool_of(selector: str) -> str | None:
+    key, _, value = selector.partition("=")
+    return value if key == POOL_NAME_LABEL else None
+
+
+def _describe(runners: Iterable[Runner]) -> str:
+    return ", ".join(f"{r.name} {list(r.tags)}" for r in runners)
+
+
+class _Checker:
+    def __init__(self, platform: Platform) -> None:
+        self.platform = platform
+        self.spec = platform.spec
+        self.result = CheckResult()
+        self.family_profile = {family: name for name, p in platform.profiles.items() for family in p.families}
+        self.known_tags = {tag for runner in platform.runners.values() for tag in runner.tags}
+
+    def check(self, job: ResolvedJob) -> None:
+        tokens = set(_TOKEN.split(job.name.lower()))
+        families = sorted(tokens & set(self.family_profile))
+        taking = self.platform.runners_taking(job.tags)
+        if families and (tokens & TRAINING_TOKENS or job.stage == self.spec.ci.stage):
+            runner = self.check_family(job, families, taking)
+        else:
+            runner = self.check_taken(job, taking)
+        if runner is not None:
+            self.check_resources(job, runner)
+            self.check_selectors(job, runner)
+
+    def add(self, job: ResolvedJob, message: str) -> None:
+        self.result.add(Violation(job.file, job.name, message))
+
+    def check_taken(self, job: ResolvedJob, taking: list[Runner]) -> Runner | None:
+        """The one runner (pool) that takes the job; None when none or several do, or it is not ours."""
+        pools = sorted({r.pool for r in taking})
+        if len(pools) > 1:
+            self.add(
+                job,
+                f"tags {list(job.tags)} are held by the runners of pools {', '.join(pools)}: either may take it",
+            )
+            return None
+        if not taking:
+            if set(job.tags) & self.known_tags:
+                self.add(
+                    job,
+                    f"tags {list(job.tags)}: no gpu-ci runner holds them all "
+                    f"({_describe(self.platform.runners.values())}): no runner takes it",
+                )
+            return None
+        return taking[0]
+
+    def check_family(self, job: ResolvedJob, families: list[str], taking: list[Runner]) -> Runner | None:
+        """A family's job uses its profile's template, is taken by its profile's runner, stays on its pool."""
+        profiles = sorted({self.family_profile[f] for f in families})
+        if len(profiles) > 1:
+            named = ", ".join(f"{f} ({self.family_profile[f]})" for f in families)
+            self.add(job, f"names model families of several profiles: {named}")
+            return self.check_taken(job, taking)
+        profile_name, family = profiles[0], families[0]
+        profile = self.platform.profiles[profile_name]
+        if profile.template not in job.templates:
+            extended = ", ".join(job.templates) or "no template"
+            self.add(
+                job,
+                f"extends {extended}, not {profile.template}: {family} jobs run with profile {profile_name} "
+                f"on pool {profile.pool}",
+            )
+            return self.check_taken(job, taking)
+        own = self.platform.runners[profile.runner]
+        if len({r.pool for r in taking}) > 1:
+            return self.check_taken(job, taking)
+        if not taking:
+            self._not_taken(job, own)
+            return None
+        runner = taking[0]
+        if runner.name != own.name:
+            self.add(
+                job,
+                f"tags {list(job.tags)} are taken by runner {runner.name} (pool {runner.pool}), not by profile "
+                f"{profile_name}'s runner {own.name} {list(own.tags)}",
+            )
+            return runner
+        selectors = [
+            _expand(raw, job.variables) for key, raw in job.variables.items() if key.startswith(NODE_SELECTOR_PREFIX)
+        ]
+        if any(value is None or not runner.admits_node_selector(value) for value in selectors):
+            return runner  # refused or unknown: reported by check_selectors
+        pools = {_pool_of(value) for value in selectors if value is not None} - {None}
+        if len(pools) > 1:
+            self.add(job, f"selects several pools: {', '.join(sorted(map(str, pools)))}")
+            return runner
+        pool = next(iter(pools)) if pools else runner.pool
+        if pool != profile.pool:
+            self.add(job, f"runs on pool {pool}, but {family} jobs belong on {profile.pool} (profile {profile_name})")
+        return runner
+
+    def _not_taken(self, job: ResolvedJob, own: Runner) -> None:
+        self.add(
+            job,
+            f"tags {list(job.tags)} are not all held by its profile's runner {own.name} {list(own.tags)}: "
+            "no gpu-ci runner takes it",
+        )
+
+    def check_resources(self, job: ResolvedJob, runner: Runner) -> None:
+        """Each override within the runner's maximum, and each request within its limit."""
+        effective: dict[str, Quantity | None] = {}
+        for resource in JOB_RESOURCES:
+            if resource.variable not in job.variables:
+                effective[resource.field] = runner.defaults[resource.field]
+                continue
+            effective[resource.field] = self.override(job, resource, runner)
+        for kind in ("cpu", "memory"):
+            request, limit = effective[f"{kind}_request"], effective[f"{kind}_limit"]
+            if request is not None and limit is not None and magnitude(request) > magnitude(limit):
+                self.add(
+                    job, f"{kind} request {request.text} is above its limit {limit.text}: Kubernetes refuses the pod"
+                )
+
+    def override(self, job: ResolvedJob, resource: JobResource, runner: Runner) -> Quantity | None:
+        """The job's value of one resource variable, checked against the runner's maximum."""
+        file, definer = job.where(resource.variable)
+        text = _expand(job.variables[resource.variable], job.variables)
+        if text is None or "$" in text:
+            self.result.warn(f"{file}: {definer}: {resource.variable} is only known to GitLab: not checked")
+            return None
+        try:
+            quantity = parse_quantity(resource.kind, text)
+        except QuantityError as err:
+            self.result.add(Violation(file, definer, f"{resource.variable}={text!r}: {err}"))
+            return None
+        maximum = runner.maxima[resource.field]
+        if magnitude(quantity) > magnitude(maximum):
+            self.result.add(
+                Violation(
+                    file,
+                    definer,
+                    f"{resource.variable}={text} is above the runner's {resource.max_key}={maximum.text}: "
+                    "the job would fail",
+                )
+            )
+        return quantity
+
+    def check_selectors(self, job: ResolvedJob, runner: Runner) -> None:
+        """Node selectors the runner that takes the job admits; other KUBERNETES_* overrides are ignored by
+        it (a warning)."""
+        resources = {r.variable for r in JOB_RESOURCES}
+        for key, raw in sorted(job.variables.items()):
+            if not key.startswith("KUBERNETES_") or key in resources:
+                continue
+            file, definer = job.where(key)
+            if not key.startswith(NODE_SELECTOR_PREFIX):
+                self.result.warn(f"{file}: {definer}: {key} is ignored: the runner allows no such override")
+                continue
+            value = _expand(raw, job.variables)
+            if value is None or "$" in value:
+                self.result.warn(f"{file}: {definer}: {key} is only known to GitLab: not checked")
+            elif not runner.admits_node_selector(value):
+                self.result.add(
+                    Violation(
+                        file,
+                        definer,
+                        f"{key}={value} is refused by runner {runner.name} (node_selector_overwrite_allowed="
+                        f"{runner.node_selector_regex}): the job would fail",
+                    )
+                )

@@ -1,0 +1,197 @@
+"""The cost delta of a merge request: the base's plan against the head's, as the first lines of the MR note.
+
+Pure: two `python -m infra plan --json` documents in, Markdown lines out. The figures are those the plan
+carries from the simulated day of `platform.workload` (`outputs.cost`: EUR per day, the largest burst's
+makespan, failed jobs) and from the capacity rows (job slots per pool: `max_concurrent_jobs`, what each
+runner's `concurrent` is). A reviewer reads what a change buys before the resource diff says how.
+
+Robust to what a pipeline may hand it: a spec without a workload (no `outputs.cost`), a base plan from
+before the simulated cost model (its `cost` lacks `makespan_minutes` or `failed_jobs`: its figures are not
+comparable, so the base "has no cost figures"), and a figure that is not a number (shown as `n/a`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+COST_KEYS = ("eur_per_day", "makespan_minutes", "failed_jobs")
+"""Keys of `outputs.cost` the delta compares: all present, or the plan has no (comparable) cost figures."""
+
+TITLE = "**Cost and capacity**"
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One plan's figures: a value is None when the plan carries it but it is not a number."""
+
+    eur_per_day: float | None
+    makespan_minutes: float | None
+    failed_jobs: float | None
+
+
+def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
+    """The plan's simulated-day figures; None without a workload or from a plan before the simulation."""
+    outputs = plan.get("outputs") if isinstance(plan, Mapping) else None
+    cost = outputs.get("cost") if isinstance(outputs, Mapping) else None
+    if not isinstance(cost, Mapping) or any(key not in cost for key in COST_KEYS):
+        return None
+    return Figures(*(_number(cost[key]) for key in COST_KEYS))
+
+
+def pool_slots(plan: Mapping[str, Any] | None) -> dict[str, int | None] | None:
+    """Job slots per pool (`max_concurrent_jobs` of the capacity rows); None when the plan has no rows."""
+    if not isinstance(plan, Mapping):
+        return None
+    outputs = plan.get("outputs")
+    rows = plan.get("capacity")
+    if not isinstance(rows, list) and isinstance(outputs, Mapping):
+        rows = outputs.get("capacity")
+    if not isinstance(rows, list):
+        return None
+    slots: dict[str, int | None] = {}
+    for row in rows:
+        if isinstance(row, Mapping) and isinstance(row.get("pool"), str):
+            value = _number(row.get("max_concurrent_jobs"))
+            slots[row["pool"]] = None if value is None else int(value)
+    return slots
+
+
+def render_delta(base: Mapping[str, Any] | None, head: Mapping[str, Any], no_base: str = "no base plan") -> list[str]:
+    """The note's cost section (Markdown lines): one line when nothing moved, else one bullet per figure.
+
+    `base` None: there is no base plan to compare with, and `no_base` says why."""
+    base_cost, head_cost = cost_figures(base), cost_figures(head)
+    head_slots = pool_slots(head)
+    slot_lines = _slot_bullets(pool_slots(base), head_slots)
+    if head_cost is None and base_cost is None and base is not None:
+        if not slot_lines:
+            return [f"{TITLE}: no cost figures (no `platform.workload` in the spec); no job slot changed."]
+        cost_lines = ["- no cost figures: no `platform.workload` in the spec"]
+    elif head_cost is None:
+        had = f"base: {_summary(base_cost)}" if base_cost is not None else no_base
+        cost_lines = [f"- no cost figures at this commit (no `platform.workload`); {had}"]
+    elif base_cost is None:
+        why = (
+            no_base
+            if base is None
+            else "base has no cost figures (no workload, or a plan from before the cost simulation)"
+        )
+        cost_lines = [f"- {why}; this commit: {_summary(head_cost)}"]
+    elif base_cost == head_cost:
+        cost_lines = []
+    else:
+        cost_lines = _cost_lines(base_cost, head_cost)
+    if not cost_lines and not slot_lines:
+        return [f"{TITLE}: no cost change{_state(head_cost, head_slots)}."]
+    day = " (the simulated day of `platform.workload`)" if head_cost or base_cost else ""
+    return [f"{TITLE}, base -> this commit{day}:", "", *cost_lines, *slot_lines]
+
+
+def _cost_lines(base: Figures, head: Figures) -> list[str]:
+    span = f"largest burst {_minutes(base.makespan_minutes)} -> {_minutes(head.makespan_minutes)} min"
+    if base.makespan_minutes == head.makespan_minutes:
+        span = f"largest burst {_minutes(head.makespan_minutes)} min"
+    return [
+        _line("EUR/day", base.eur_per_day, head.eur_per_day, _eur, _eur_change),
+        _line("makespan", base.makespan_minutes, head.makespan_minutes, _hours, _minutes_change, detail=span),
+        _line("failed jobs (simulated)", base.failed_jobs, head.failed_jobs, _count, _signed, alarm=True),
+    ]
+
+
+def _slot_bullets(base: dict[str, int | None] | None, head: dict[str, int | None] | None) -> list[str]:
+    if head is None or base is None:
+        return []
+    lines = []
+    for pool in sorted(base.keys() | head.keys()):
+        if pool not in base:
+            lines.append(f"- pool {pool} added: {_slots(head[pool])}")
+        elif pool not in head:
+            lines.append(f"- pool {pool} removed (it had {_slots(base[pool])})")
+        elif base[pool] != head[pool]:
+            before, after = base[pool], head[pool]
+            change = f" ({_signed(after - before)})" if before is not None and after is not None else ""
+            lines.append(f"- {pool} slots {_count(before)} -> {_count(after)}{change}")
+    return lines
+
+
+def _line(
+    name: str,
+    before: float | None,
+    after: float | None,
+    show: Callable[[float | None], str],
+    change: Callable[[float], str],
+    *,
+    detail: str = "",
+    alarm: bool = False,
+) -> str:
+    """`- name before -> after (change; detail)`, or `unchanged`; `n/a` for a figure that is no number; bold
+    when an alarm figure (failed jobs) is above zero at the head."""
+    if before is not None and after is not None and math.isclose(before, after, abs_tol=1e-9):
+        text = f"{name}: {show(after)} (unchanged" + (f"; {detail})" if detail else ")")
+    else:
+        moved = change(after - before) if before is not None and after is not None else "change unknown"
+        text = f"{name} {show(before)} -> {show(after)} ({moved}" + (f"; {detail})" if detail else ")")
+    return f"- **{text}**" if alarm and after else f"- {text}"
+
+
+def _summary(figures: Figures | None) -> str:
+    if figures is None:
+        return "no figures"
+    return (
+        f"{_eur(figures.eur_per_day)} EUR/day, makespan {_hours(figures.makespan_minutes)} "
+        f"({_minutes(figures.makespan_minutes)} min), {_count(figures.failed_jobs)} failed jobs in the simulation"
+    )
+
+
+def _state(cost: Figures | None, slots: dict[str, int | None] | None) -> str:
+    parts = [_summary(cost)] if cost is not None else []
+    shown = [f"{pool} {_count(n)}" for pool, n in sorted((slots or {}).items()) if n != 0]
+    if shown:
+        parts.append("slots " + ", ".join(shown))
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _eur(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _eur_change(delta: float) -> str:
+    """`+0.42 EUR/day`; four decimals when two would round a real change to zero."""
+    text = f"{delta:+.2f}"
+    if text in ("+0.00", "-0.00"):
+        text = f"{delta:+.4f}"
+    return f"{text} EUR/day"
+
+
+def _minutes_change(delta: float) -> str:
+    return f"{_signed(delta)} min"
+
+
+def _minutes(value: float | None) -> str:
+    """Minutes as the plan carries them (to 0.01), without trailing zeros: `123.8`, `440`."""
+    return "n/a" if value is None else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _hours(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 60:.1f} h"
+
+
+def _count(value: float | None) -> str:
+    return "n/a" if value is None else str(int(value))
+
+
+def _signed(delta: float) -> str:
+    return f"{delta:+.2f}".rstrip("0").rstrip(".") if delta != int(delta) else f"{int(delta):+d}"
+
+
+def _slots(value: int | None) -> str:
+    return "n/a slots" if value is None else f"{value} slot{'' if value == 1 else 's'}"

@@ -1,0 +1,108 @@
+"""The replacement guard: which steps of a `pulumi preview --json` would replace or delete something that
+loses running work, read before `pulumi up` applies them.
+
+Guarded, because Pulumi deletes them (first, with `deleteBeforeReplace`) and their work goes with them:
+- a Kapsule pool: its nodes and the jobs running on them; on `system`, the only runner manager;
+- a Kubernetes namespace: every pod in it, i.e. the runner manager and jobs still draining;
+- a GitLab runner registration: its token dies, and the manager holding it stops taking and finishing jobs;
+- the Kapsule cluster: everything.
+Protection (`protect`) already stops a protected one; this guard also catches the unprotected ones and
+says which field forces the replacement, so `up` fails before it starts rather than halfway.
+
+Pure: the preview document in, findings out. The document is what `pulumi preview --json` prints, an
+`apitype`-shaped digest: `steps[]` with `op`, `urn`, `oldState`/`newState` (`type`, `inputs`) and
+`replaceReasons`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+ALLOW_VARIABLE: Final = "GPU_CI_ALLOW_REPLACE"
+"""`GPU_CI_ALLOW_REPLACE=1` on the `up` job lets a reviewed replacement through (it is still listed)."""
+
+GUARDED_TYPES: Final = {
+    "scaleway:kubernetes/pool:Pool": "Kapsule pool",
+    "scaleway:index/kubernetesNodePool:KubernetesNodePool": "Kapsule pool",
+    "scaleway:kubernetes/cluster:Cluster": "Kapsule cluster",
+    "scaleway:index/kubernetesCluster:KubernetesCluster": "Kapsule cluster",
+    "kubernetes:core/v1:Namespace": "Kubernetes namespace",
+    "gitlab:index/userRunner:UserRunner": "GitLab runner registration",
+    "gitlab:index/runner:Runner": "GitLab runner registration",
+}
+"""Resource types whose replacement or deletion loses running jobs, and how to call them."""
+
+DESTRUCTIVE_OPS: Final = {
+    "replace": "replace",
+    "create-replacement": "replace",
+    "delete-replaced": "replace",
+    "discard-replaced": "replace",
+    "read-replacement": "replace",
+    "import-replacement": "replace",
+    "delete": "delete",
+    "discard": "delete",
+}
+"""`pulumi preview --json` step ops (the engine's StepOp) that delete the existing resource."""
+
+
+class PreviewDocumentError(ValueError):
+    """The file is not what `pulumi preview --json` prints."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A guarded resource that the plan replaces or deletes."""
+
+    action: str
+    """`replace` or `delete`."""
+    kind: str
+    urn: str
+    reasons: tuple[str, ...] = ()
+    """The inputs that force the replacement (`replaceReasons`), when the engine says."""
+
+    @property
+    def name(self) -> str:
+        return self.urn.rsplit("::", 1)[-1]
+
+    def describe(self) -> str:
+        why = f" (because of {', '.join(self.reasons)})" if self.reasons else ""
+        return f"{self.action}s {self.kind} '{self.name}'{why} [{self.urn}]"
+
+
+def find_destructive(document: Any) -> list[Finding]:
+    """Guarded resources the preview replaces or deletes, one finding per resource, in URN order."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("steps", []), list):
+        raise PreviewDocumentError("not a `pulumi preview --json` document: no 'steps' list")
+    found: dict[str, Finding] = {}
+    for step in document.get("steps") or []:
+        if not isinstance(step, Mapping) or not isinstance(step.get("urn"), str):
+            raise PreviewDocumentError("not a `pulumi preview --json` document: a step has no 'urn'")
+        action = DESTRUCTIVE_OPS.get(str(step.get("op")))
+        kind = GUARDED_TYPES.get(_type(step))
+        if action is None or kind is None:
+            continue
+        urn = step["urn"]
+        reasons = tuple(str(r) for r in step.get("replaceReasons") or ())
+        earlier = found.get(urn)
+        if earlier is not None:  # replace + create-replacement + delete-replaced of one resource: one finding
+            reasons = tuple(dict.fromkeys((*earlier.reasons, *reasons)))
+            action = "replace" if "replace" in (earlier.action, action) else action
+        found[urn] = Finding(action, kind, urn, reasons)
+    return [found[urn] for urn in sorted(found)]
+
+
+def _type(step: Mapping[str, Any]) -> str:
+    """The step's resource type: from its states, else from the URN's last type segment."""
+    for state in ("newState", "oldState"):
+        value = step.get(state)
+        if isinstance(value, Mapping) and isinstance(value.get("type"), str):
+            return value["type"]
+    parts = str(step["urn"]).split("::")
+    return parts[-2].rsplit("$", 1)[-1] if len(parts) >= 4 else ""
+
+
+def allowed(value: str | None) -> bool:
+    """Whether GPU_CI_ALLOW_REPLACE lets replacements through: `1`, `true` or `yes`, nothing else."""
+    return (value or "").strip().lower() in {"1", "true", "yes"}

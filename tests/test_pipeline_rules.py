@@ -1,0 +1,113 @@
+"""infra.pipeline.rules: routing by tags over the platform's runners, one per GPU pool.
+
+On the dev stack the default pool's runner holds [kapsule, gpu, ci-compile], the other's [kapsule,
+ci-training]; each runner admits node selectors of its own pool only, and its maxima are those of its
+pool's profiles.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.config.platform import load_spec
+from infra.model import derive
+from infra.pipeline.rules import check_pipeline
+
+PIPELINE = """
+stages: [build, train]
+.train-rl-base: {stage: train, tags: [kapsule, gpu], variables: {HYPEROPT_EPOCHS: "8"}}
+.train-validate-base:
+  stage: train
+  tags: [kapsule, ci-training]
+  variables: {KUBERNETES_NODE_SELECTOR_POOL: k8s.scaleway.com/pool-name=ci-training}
+train-validate-dqn: {extends: .train-rl-base, script: [train]}
+train-validate-tft: {extends: .train-validate-base, script: [train]}
+lint: {stage: build, script: [ruff], tags: [docker]}
+"""
+
+
+@pytest.fixture
+def check(tmp_path: Path, dev_platform: dict[str, Any]) -> Any:
+    spec = load_spec(dev_platform)
+
+    def run(extra: str) -> list[str]:
+        path = tmp_path / ".gitlab-ci.yml"
+        path.write_text(PIPELINE + textwrap.dedent(extra))
+        return [str(v) for v in check_pipeline(path, spec).violations]
+
+    return run
+
+
+def test_the_fleet_is_one_runner_per_pool(dev_platform: dict[str, Any]) -> None:
+    """What these tests route against: the dev stack's runners and the tags its templates carry."""
+    platform = derive(load_spec(dev_platform))
+    assert {name: r.tags for name, r in platform.runners.items()} == {
+        "ci-compile": ("kapsule", "gpu", "ci-compile"),
+        "ci-training": ("kapsule", "ci-training"),
+    }
+    assert {p.template: p.tags for p in platform.profiles.values()} == {
+        ".train-rl-base": ("kapsule", "gpu"),
+        ".train-validate-base": ("kapsule", "ci-training"),
+    }
+
+
+def test_the_templates_tags_each_reach_one_runner(check: Any) -> None:
+    assert check("") == []
+
+
+def test_a_job_no_runner_takes_is_named_with_its_tags(check: Any) -> None:
+    assert check("report: {stage: build, script: [x], tags: [kapsule, docker]}\n") == [
+        ".gitlab-ci.yml: report: tags ['kapsule', 'docker']: no gpu-ci runner holds them all (ci-compile "
+        "['kapsule', 'gpu', 'ci-compile'], ci-training ['kapsule', 'ci-training']): no runner takes it"
+    ]
+
+
+def test_a_job_of_two_pools_is_named_with_its_pools(check: Any) -> None:
+    assert check("report: {stage: build, script: [x], tags: [kapsule]}\n") == [
+        ".gitlab-ci.yml: report: tags ['kapsule'] are held by the runners of pools ci-compile, ci-training: "
+        "either may take it"
+    ]
+
+
+def test_a_family_job_taken_by_another_profiles_runner(check: Any) -> None:
+    assert check("hyperopt-ppo: {extends: .train-rl-base, script: [x], tags: [kapsule, ci-training]}\n") == [
+        ".gitlab-ci.yml: hyperopt-ppo: tags ['kapsule', 'ci-training'] are taken by runner ci-training (pool "
+        "ci-training), not by profile rl's runner ci-compile ['kapsule', 'gpu', 'ci-compile']"
+    ]
+
+
+def test_a_node_selector_is_checked_by_the_runner_that_takes_the_job(check: Any) -> None:
+    """ci-compile is a pool of the platform, but not one the ci-training runner admits."""
+    lines = check(
+        """
+        hyperopt-kan:
+          extends: .train-validate-base
+          script: [x]
+          variables: {KUBERNETES_NODE_SELECTOR_POOL: k8s.scaleway.com/pool-name=ci-compile}
+        """
+    )
+    assert lines == [
+        ".gitlab-ci.yml: hyperopt-kan: KUBERNETES_NODE_SELECTOR_POOL=k8s.scaleway.com/pool-name=ci-compile is "
+        r"refused by runner ci-training (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=(ci-training)$)"
+        ": the job would fail"
+    ]
+
+
+def test_resources_are_checked_against_the_maxima_of_the_runner_that_takes_the_job(check: Any) -> None:
+    """20Gi is within the platform's largest limit (40Gi, ci-training) but not within ci-compile's."""
+    extra = "hyperopt-dqn: {extends: .train-rl-base, script: [x], variables: {KUBERNETES_MEMORY_LIMIT: %s}}\n"
+    assert check(extra % "16Gi") == []
+    assert check(extra % "20Gi") == [
+        ".gitlab-ci.yml: hyperopt-dqn: KUBERNETES_MEMORY_LIMIT=20Gi is above the runner's "
+        "memory_limit_overwrite_max_allowed=16Gi: the job would fail"
+    ]
+
+
+def test_foreign_and_untagged_jobs_are_not_the_platforms(check: Any) -> None:
+    assert (
+        check("other: {stage: build, script: [x], tags: [docker, arm64]}\nplain: {stage: build, script: [x]}\n") == []
+    )

@@ -1,0 +1,321 @@
+"""`python -m infra workload --from-gitlab` against tests/fake_gitlab.py serving a recorded-shape history.
+
+python-gitlab runs for real against a real HTTP server: paging, the 429 retries and the refusals are
+GitLab's. The history is built from known figures (tests/workload_history.py), and the measured workload
+must give those figures back exactly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fake_gitlab import CiHistory, FakeGitLab, Token, running
+from workload_history import POLL_TIMEOUT_SECONDS, RUNNERS, Figures, build_history
+
+from infra.__main__ import main
+from infra.config.platform import load_spec
+from infra.model import load_platform
+from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
+from infra.workload.gitlab_jobs import Progress
+
+UNTIL = datetime(2026, 11, 30, tzinfo=UTC)
+FIGURES = Figures()
+READER = Token(user_id=901, username="project_42_reader", scopes=frozenset({"read_api"}))
+NO_API = Token(user_id=902, username="project_42_repo", scopes=frozenset({"read_repository"}))
+PROJECT = "ml-team/training"
+
+
+HISTORY = build_history(UNTIL, FIGURES)
+
+
+def _history(jobs: list[dict] | None = None, **kwargs: Any) -> CiHistory:
+    return CiHistory(42, PROJECT, "2026-01-05T09:00:00.000Z", HISTORY if jobs is None else jobs, **kwargs)
+
+
+@pytest.fixture
+def gitlab() -> Iterator[FakeGitLab]:
+    state = FakeGitLab(tokens={"reader": READER, "repo-only": NO_API}, ci_history=_history())
+    with running(state) as server:
+        yield server
+
+
+@pytest.fixture
+def stack(tmp_path: Path, gitlab: FakeGitLab) -> Path:
+    """The dev stack's file, pointed at the fake (its comments and figures as committed)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    shutil.copy(PROJECT_ROOT / "Pulumi.dev.yaml", path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITLAB_TOKEN", "reader")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+def _run(stack: Path, gitlab: FakeGitLab, *extra: str) -> int:
+    return main(
+        [
+            "workload",
+            "--from-gitlab",
+            "--config",
+            str(stack),
+            "--gitlab-url",
+            gitlab.url,
+            "--until",
+            "2026-11-30",
+            *extra,
+        ]
+    )
+
+
+def _job_pages(gitlab: FakeGitLab) -> list[str]:
+    return [r.query.get("page", "1") for r in gitlab.requests if r.path.endswith("/jobs")]
+
+
+def test_the_measured_workload_gives_back_the_figures_the_history_was_built_from(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(stack, gitlab) == 0
+    out, err = capsys.readouterr()
+    section = yaml.safe_load(out)["workload"]
+    assert section["batches_per_day"] == FIGURES.pipelines_per_day
+    rl, supervised = section["profiles"]["rl"], section["profiles"]["supervised"]
+    assert (rl["jobs_per_day"], rl["minutes_per_job"]) == (FIGURES.rl_per_day, FIGURES.rl_minutes)
+    assert (supervised["jobs_per_day"], supervised["minutes_per_job"]) == (
+        FIGURES.supervised_per_day,
+        FIGURES.supervised_minutes,
+    )
+    assert supervised["gpu_utilization"] == 0.34  # not measurable: the assumed value stays
+    assert section["baseline"] == {"node_type": "L40S-1-48G", "idle_node_types": ["L4-1-24G"]}
+    # What is printed pastes under the stack's platform: the spec validates with it.
+    platform = load_stack_config("dev", path=stack).get("platform")
+    assert load_spec({**platform, "workload": section}).workload is not None
+    assert out.startswith("    # measured from ml-team/training, 2026-11-16 .. 2026-11-30")
+
+    rows = {line.split("  ")[0]: line for line in err.splitlines()}
+    rl_row = ["rl", "112", "8.0", "25.0", "/", "31.0", "0.1", "/", "0.5", "3", "runner_system_failure"]
+    assert rows["rl"].split() == rl_row
+    assert "1 runner_system_failure, 1 script_failure, 1 stuck_or_timeout_failure" in rows["supervised"]
+    assert rows["not a training job"].split()[4:7] == ["28", "2.0", "1.0"]
+    assert "bursts: 28 pipelines with a training job, 2.0 per day" in err
+    assert {r.poll_timeout_seconds for r in load_platform(platform).runners.values()} == {POLL_TIMEOUT_SECONDS}
+    assert f"waited past the runner's poll_timeout ({POLL_TIMEOUT_SECONDS} s here)" in err
+    assert "profiles.rl.minutes_per_job          30       25.0      25" in err
+    assert "not measurable from GitLab" in err
+
+    # Newest first, 100 a page, stopping at the window: 16 days x 2 pipelines x 13 jobs (the scope leaves the
+    # skipped ones out) fill 5 pages; the window's jobs end on page 4, so page 5 is never asked for.
+    assert gitlab.requests[0].path == "/api/v4/projects/ml-team%2Ftraining"
+    jobs_requests = [r for r in gitlab.requests if r.path.endswith("/jobs")]
+    assert _job_pages(gitlab) == [str(n) for n in range(1, 5)]
+    assert all(r.query["per_page"] == "100" for r in jobs_requests)
+    progress = [line for line in err.splitlines() if line.startswith("reading jobs")]
+    assert progress[0] == "reading jobs of ml-team/training: page 1, back to 2026-11-29 14:00 UTC (0 jobs read)"
+    assert progress[-1] == "reading jobs of ml-team/training: page 4, back to 2026-11-18 08:00 UTC (300 jobs read)"
+
+
+def test_write_changes_the_measured_values_and_nothing_else(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = stack.read_text(encoding="utf-8")
+    assert _run(stack, gitlab, "--write") == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert f"wrote platform.workload into {stack}" in err
+    after = stack.read_text(encoding="utf-8")
+    changed = sorted(
+        line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line.startswith(("- ", "+ "))
+    )
+    assert changed == sorted(
+        [
+            "-       batches_per_day: 3",
+            "+       batches_per_day: 2",
+            "-           jobs_per_day: 12",
+            "+           jobs_per_day: 8",
+            "-           minutes_per_job: 30",
+            "+           minutes_per_job: 25",
+            "-           jobs_per_day: 24",
+            "+           jobs_per_day: 16",
+            "-           minutes_per_job: 40",
+            "+           minutes_per_job: 45",
+        ]
+    )
+    workload = load_spec(load_stack_config("dev", path=stack).get("platform")).workload
+    assert workload is not None
+    assert workload.profiles["supervised"].gpu_utilization == 0.34
+
+
+def test_write_adds_a_workload_section_a_stack_does_not_have(
+    tmp_path: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
+    start, end = text.index("    # For the cost report only."), text.index("    gitlab:\n")
+    stack = tmp_path / "Pulumi.dev.yaml"
+    stack.write_text(text[:start] + text[end:], encoding="utf-8")
+    assert _run(stack, gitlab, "--write") == 0
+    workload = load_spec(load_stack_config("dev", path=stack).get("platform")).workload
+    assert workload is not None
+    assert workload.batches_per_day == 2
+    assert workload.profiles["rl"].jobs_per_day == 8
+    assert workload.profiles["supervised"].gpu_utilization is None
+    assert "# Every key is documented in docs/config-reference.md" in stack.read_text(encoding="utf-8")
+
+
+def test_a_429_is_waited_out_with_one_line_each(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gitlab.ci_history is not None
+    gitlab.ci_history.rate_limit = 2
+    assert _run(stack, gitlab) == 0
+    out, err = capsys.readouterr()
+    assert yaml.safe_load(out)["workload"]["profiles"]["rl"]["jobs_per_day"] == FIGURES.rl_per_day
+    notices = [line for line in err.splitlines() if "rate limit" in line]
+    assert notices == [
+        "GitLab rate limit (HTTP 429) on /api/v4/projects/42/jobs: waiting 0 s as Retry-After "
+        f"asks, then retrying ({n} of at most 5)"
+        for n in (1, 2)
+    ]
+    assert _job_pages(gitlab)[:3] == ["1", "1", "1"]
+
+
+def test_a_long_retry_after_or_a_lasting_429_gives_up_with_one_line(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gitlab.ci_history is not None
+    gitlab.ci_history.rate_limit, gitlab.ci_history.retry_after = 1, 3600
+    assert _run(stack, gitlab) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines()[-1] == (
+        "error: GitLab's rate limit (HTTP 429) asks to wait 3600 s, more than 120 s: try again later"
+    )
+    gitlab.ci_history.rate_limit, gitlab.ci_history.retry_after = 100, 0
+    assert _run(stack, gitlab) == 1
+    out, err = capsys.readouterr()
+    assert err.strip().splitlines()[-1] == "error: GitLab still rate-limits (HTTP 429) after 5 retries: try again later"
+    assert len(_job_pages(gitlab)) == 1 + 6
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("repo-only", PROJECT, "error: the token lacks the `read_api` scope (GitLab answered 403 insufficient_scope)"),
+        ("revoked", PROJECT, "error: GitLab rejected the token (401 Unauthorized)"),
+        ("reader", "ml-team/other", "error: project ml-team/other not found on http://127.0.0.1:"),
+    ],
+)
+def test_refusals_are_one_line_and_exit_2(
+    stack: Path,
+    gitlab: FakeGitLab,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    case: tuple[str, str, str],
+) -> None:
+    token, project, message = case
+    monkeypatch.setenv("GITLAB_TOKEN", token)
+    assert _run(stack, gitlab, "--project", project) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    [line] = err.strip().splitlines()
+    assert line.startswith(message)
+    assert before_equals_after(stack)
+
+
+def before_equals_after(stack: Path) -> bool:
+    return stack.read_text(encoding="utf-8") == (PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
+
+
+def test_an_unreachable_gitlab_is_one_line_and_exit_1(stack: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with running(FakeGitLab()) as closed:
+        url = closed.url
+    assert main(["workload", "--from-gitlab", "--config", str(stack), "--gitlab-url", url]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: cannot reach GitLab at {url}: ")
+
+
+def test_a_project_without_jobs_says_so_and_writes_nothing(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gitlab.ci_history = _history(jobs=[])
+    assert _run(stack, gitlab, "--write") == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "workload: no job in ml-team/training in the last 14 days: nothing measured\n"
+    assert before_equals_after(stack)
+
+
+def test_jobs_that_are_not_training_are_counted_apart_and_nothing_is_written(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lint_only = [job for job in HISTORY if job["name"] == "lint"]
+    gitlab.ci_history = _history(jobs=lint_only)
+    assert _run(stack, gitlab, "--write") == 0
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "none of the 28 jobs is a training job" in err
+    assert before_equals_after(stack)
+
+
+def test_runners_known_only_by_their_tags_map_jobs_when_the_token_may_read_them(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing in these jobs names a profile but the tags of the runner that ran them (GET /runners/:id)."""
+    anonymous = [
+        {**job, "name": "nightly", "tag_list": [], "runner": job["runner"] and {**job["runner"], "description": "k8s"}}
+        for job in HISTORY
+    ]
+    gitlab.ci_history = _history(jobs=anonymous)
+    gitlab.ci_history.runners = {int(runner["id"]): list(runner["tags"]) for runner in RUNNERS.values()}
+    assert _run(stack, gitlab) == 0
+    out, err = capsys.readouterr()
+    assert "none of the" in err
+    assert "note: the tags of 3 of 3 runners are not readable (403 Forbidden - No access granted; GitLab" in err
+    assert out == ""
+
+    gitlab.ci_history.runner_readers = frozenset({"reader"})
+    assert _run(stack, gitlab) == 0
+    profiles = yaml.safe_load(capsys.readouterr().out)["workload"]["profiles"]
+    assert profiles["rl"]["jobs_per_day"] == FIGURES.rl_per_day
+    assert profiles["supervised"]["jobs_per_day"] == FIGURES.supervised_per_day
+    runner_requests = sorted(r.path for r in gitlab.requests if r.path.startswith("/api/v4/runners/"))
+    assert runner_requests == sorted(["/api/v4/runners/3", "/api/v4/runners/11", "/api/v4/runners/12"] * 2)
+
+
+def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, log = Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(stream)
+        progress("page 1")
+        progress("page 2")
+        progress.say("GitLab rate limit")
+        progress("page 3")
+        progress.done()
+    assert terminal.getvalue() == "\r\x1b[Kpage 1\r\x1b[Kpage 2\nGitLab rate limit\n\r\x1b[Kpage 3\n"
+    assert log.getvalue() == "page 1\npage 2\nGitLab rate limit\npage 3\n"
+
+
+def test_a_missing_token_or_source_is_one_line(
+    stack: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("GITLAB_TOKEN")
+    assert main(["workload", "--from-gitlab", "--config", str(stack)]) == 2
+    assert capsys.readouterr().err.startswith("error: $GITLAB_TOKEN is not set")
+    assert main(["workload", "--config", str(stack)]) == 2
+    assert "--from-gitlab" in capsys.readouterr().err
+    assert main(["workload", "--from-gitlab", "--config", str(stack), "--until", "30/11/2026"]) == 2
+    assert capsys.readouterr().err.startswith("error: --until '30/11/2026': not an ISO date")
+    assert main(["workload", "--from-gitlab", "--config", str(stack), "--days", "0"]) == 2
+    assert capsys.readouterr().err == "error: --days 0: give at least 1 day\n"
