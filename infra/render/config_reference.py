@@ -65,6 +65,7 @@ exactly these, and refuses a secret stored in plain text.
 | `gitlab:baseUrl` | the GitLab API URL, `<gitlab.url>/api/v4/` (provider config) |
 | `gitlab:token` | secret: the GitLab access token Pulumi acts with ([operations.md](operations.md)) |
 | `scaleway:access_key`, `scaleway:secret_key` | optional (the second a secret): the Scaleway key, instead of `SCW_*` |
+| `gpu-ci:registry_pull_secret_key` | secret, for a private registry: its pull key ([security.md](security.md)) |
 | `gpu-ci:runner_cache_access_key`, `gpu-ci:runner_cache_secret_key` | secrets, with `runner.cache`: its S3 key |
 | `gpu-ci:<key>` | secret, for each `ci.variables.<NAME>.secret: <key>` |
 """
