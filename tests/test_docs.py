@@ -9,8 +9,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = sorted([ROOT / "README.md", ROOT / "policy" / "README.md", *(ROOT / "docs").glob("*.md")])
-WRITTEN_ALONGSIDE = {"check-ci.md", "simulation.md", "security.md", "workload.md", "config-limits.md"}
-"""docs/ pages written in parallel with these; a link to one may precede its file."""
 
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _SKIPPED_DIRS = {".git", "venv", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
@@ -39,8 +37,6 @@ def test_links_resolve_inside_the_repository(document: Path) -> None:
         if not path.is_relative_to(ROOT):
             broken.append(f"{target}: outside the repository")
         elif not path.exists():
-            if path.parent == ROOT / "docs" and path.name in WRITTEN_ALONGSIDE:
-                continue
             broken.append(f"{target}: no such file")
         elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
             broken.append(f"{target}: no such heading")
