@@ -10,6 +10,7 @@ import pulumi
 import pytest
 
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
+from infra.cloud.names import T
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.config.platform import load_spec
 from infra.model import load_platform
@@ -17,6 +18,11 @@ from infra.offline.mocks import RecordedResource, RecordingMonitor, is_secret
 from infra.render.ci_templates import render_ci_templates
 
 ENDPOINT = "rg.fr-par.scw.cloud/gpu-ci"
+
+
+def _registry_args(platform: dict[str, Any], **extra: Any) -> ContainerRegistryArgs:
+    spec = load_spec(platform)
+    return ContainerRegistryArgs(region=spec.region, registry=spec.registry, **extra)
 
 
 def _by_name(monitor: RecordingMonitor) -> dict[str, RecordedResource]:
@@ -31,7 +37,11 @@ def _settled(ci: GitlabCi) -> pulumi.Output[Any]:
 def _ci(platform: dict[str, Any], secrets: dict[str, Any] | None = None) -> GitlabCi:
     derived = load_platform(platform)
     args = GitlabCiArgs(
-        spec=derived.spec, templates=render_ci_templates(derived), registry_endpoint=ENDPOINT, secrets=secrets
+        gitlab=derived.spec.gitlab,
+        ci=derived.spec.ci,
+        templates=render_ci_templates(derived),
+        registry_endpoint=ENDPOINT,
+        secrets=secrets,
     )
     return GitlabCi("gitlab-ci", args)
 
@@ -45,7 +55,7 @@ def test_templates_are_committed_to_the_training_project(
     def check(values: list[Any]) -> None:
         text = render_ci_templates(load_platform(dev_platform))
         committed = _by_name(pulumi_mocks)["gitlab-ci-templates"]
-        assert committed.type == "gitlab:index/repositoryFile:RepositoryFile"
+        assert committed.type == T.REPOSITORY_FILE
         inputs = committed.plain_inputs
         assert (inputs["project"], inputs["filePath"]) == ("ml-team/training", ".gitlab/ci/gpu-ci-templates.yml")
         assert inputs["branch"] == "main"  # the project's default branch, looked up
@@ -84,7 +94,7 @@ def test_variables_registry_plain_and_secret(
         res = _by_name(pulumi_mocks)
         assert sorted(ci.variables) == ["DATASET_URI", "REGISTRY", "WANDB_API_KEY"]
         registry = res["gitlab-ci-var-REGISTRY"]
-        assert registry.type == "gitlab:index/projectVariable:ProjectVariable"
+        assert registry.type == T.PROJECT_VARIABLE
         assert {k: registry.plain_inputs[k] for k in ("project", "key", "value", "masked", "protected")} == {
             "project": "ml-team/training",
             "key": "REGISTRY",
@@ -111,7 +121,7 @@ def test_group_scope_variables(pulumi_mocks: RecordingMonitor, dev_platform: dic
 
     def check(_: Any) -> None:
         variable = _by_name(pulumi_mocks)["gitlab-ci-var-REGISTRY"]
-        assert variable.type == "gitlab:index/groupVariable:GroupVariable"
+        assert variable.type == T.GROUP_VARIABLE
         assert variable.plain_inputs["group"] == "ml-team"
 
     return _settled(ci).apply(check)
@@ -125,7 +135,7 @@ def test_registry_is_created_protected_and_pulls_with_the_stack_secret(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
     """The pull key comes from the stack secret; the program creates no IAM resource (CI has no IAM right)."""
-    args = ContainerRegistryArgs(spec=load_spec(dev_platform), pull_secret_key=pulumi.Output.secret(PULL_KEY))
+    args = _registry_args(dev_platform, pull_secret_key=pulumi.Output.secret(PULL_KEY))
     registry = ContainerRegistry("registry", args)
     assert registry.docker_config_json is not None
 
@@ -151,13 +161,13 @@ def test_a_private_registry_without_the_pull_key_secret_is_refused_naming_the_ke
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> None:
     with pytest.raises(ValueError, match="needs the stack secret gpu-ci:registry_pull_secret_key"):
-        ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+        ContainerRegistry("registry", _registry_args(dev_platform))
 
 
 def test_docker_config_is_a_secret(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any], _event_loop: asyncio.AbstractEventLoop
 ) -> None:
-    args = ContainerRegistryArgs(spec=load_spec(dev_platform), pull_secret_key=pulumi.Output.secret(PULL_KEY))
+    args = _registry_args(dev_platform, pull_secret_key=pulumi.Output.secret(PULL_KEY))
     registry = ContainerRegistry("registry", args)
     assert registry.docker_config_json is not None
     assert _event_loop.run_until_complete(registry.docker_config_json.is_secret()) is True
@@ -168,12 +178,12 @@ def test_adopted_public_registry_is_read_and_needs_no_key(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
     dev_platform["registry"].update(existing=True, is_public=True)
-    registry = ContainerRegistry("registry", ContainerRegistryArgs(spec=load_spec(dev_platform)))
+    registry = ContainerRegistry("registry", _registry_args(dev_platform))
     assert registry.docker_config_json is None
 
     def check(values: list[Any]) -> None:
         assert values[1] == ENDPOINT
-        assert [r.type for r in pulumi_mocks.recorded] == ["gpu-ci:infra:ContainerRegistry"]
+        assert [r.type for r in pulumi_mocks.recorded] == [T.REGISTRY]
         assert pulumi_mocks.mocks.invokes == [
             ("scaleway:registry/getNamespace:getNamespace", {"name": "gpu-ci", "region": "fr-par"})
         ]

@@ -9,12 +9,13 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
+from infra.cloud.names import T
 from infra.model import load_platform
 from infra.offline.mocks import RecordedResource, RecordingMonitor
 from infra.render.device_plugin import NO_SHARING_KEY, cluster_policy_patch, device_plugin_configs
 
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"
+CONFIG_MAP = T.CONFIG_MAP
+PATCH = T.CLUSTER_POLICY_PATCH
 
 
 def _args(config: dict[str, Any]) -> GpuSharingArgs:

@@ -7,6 +7,7 @@ from typing import Any
 import pulumi
 
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
+from infra.cloud.names import T
 from infra.model import load_platform
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, RecordedResource, RecordingMonitor, is_secret
@@ -39,7 +40,7 @@ def test_gpu_pools_scale_from_zero_and_autoscaler_owns_size(
         res = _by_name(pulumi_mocks)
         for name, node_type in (("ci-compile", "L4-1-24G"), ("ci-training", "L40S-1-48G")):
             pool = res[f"kapsule-{name}"]
-            assert pool.type == "scaleway:kubernetes/pool:Pool"
+            assert pool.type == T.POOL
             inputs = pool.plain_inputs
             assert (inputs["name"], inputs["nodeType"], inputs["zone"]) == (name, node_type, "fr-par-2")
             assert (inputs["size"], inputs["minSize"], inputs["maxSize"]) == (0, 0, 1)
@@ -103,7 +104,7 @@ def test_provider_waits_for_the_always_on_pool_and_kubeconfig_is_secret(
     def check(_: Any) -> None:
         res = _by_name(pulumi_mocks)
         provider = res["kapsule-k8s"]
-        assert provider.type == "pulumi:providers:kubernetes"
+        assert provider.type == T.K8S_PROVIDER
         assert res["kapsule-system"].urn in provider.options["dependencies"]
         assert res["kapsule-ci-compile"].urn not in provider.options["dependencies"]
         kubeconfig = provider.inputs["kubeconfig"]

@@ -55,7 +55,7 @@ def test_registration_is_a_tagged_project_runner(
 
     def check(values: list[Any]) -> None:
         registration = _by_name(pulumi_mocks)["runner-registration"]
-        assert registration.type == "gitlab:index/userRunner:UserRunner"
+        assert registration.type == T.USER_RUNNER
         assert registration.plain_inputs == {
             "runnerType": "project_type",
             "projectId": MOCK_PROJECT_ID,
@@ -110,7 +110,7 @@ def test_token_reaches_only_the_secret_and_as_a_secret(
             ("runner-ci-training-token", "gitlab-runner-ci-training-token"),
         ):
             secret = res[name]
-            assert secret.type == "kubernetes:core/v1:Secret"
+            assert secret.type == T.SECRET
             assert secret.plain_inputs["metadata"]["name"] == secret_name
             assert secret.plain_inputs["metadata"]["namespace"] == "gitlab-runner"
             data = secret.inputs["stringData"]
@@ -142,7 +142,7 @@ def test_release_is_the_pinned_chart_with_the_rendered_values(
         ):
             release = res[f"{prefix}-release"]
             inputs = release.plain_inputs
-            assert release.type == "kubernetes:helm.sh/v3:Release"
+            assert release.type == T.HELM_RELEASE
             assert (inputs["name"], inputs["chart"], inputs["version"]) == (name, "gitlab-runner", "0.86.0")
             assert inputs["repositoryOpts"] == {"repo": "https://charts.gitlab.io"}
             assert inputs["namespace"] == "gitlab-runner"

@@ -187,7 +187,9 @@ def test_lint_and_test_run_what_the_readme_says(ci: dict[str, Any]) -> None:
     test_command = next(line for line in readme.splitlines() if line.endswith("&& venv/bin/python -m pytest"))
     commands = [c.replace(" --quiet", "") for c in ci["default"]["before_script"] + ci["test"]["script"]]
     assert " && ".join(commands) == test_command.strip()
-    assert ci["lint"]["script"] == ["venv/bin/ruff check .", "venv/bin/ruff format --check ."]
+    assert ci["lint"]["script"] == ["venv/bin/ruff check .", "venv/bin/ruff format --check .", "venv/bin/mypy"]
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")  # CI of this repository runs the same checks
+    assert all(f".ci-venv/bin/{c.removeprefix('venv/bin/')}" in run for c in ci["lint"]["script"])
 
 
 def test_preview_and_up_use_the_state_bucket_and_the_stack(ci: dict[str, Any]) -> None:

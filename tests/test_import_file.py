@@ -7,6 +7,7 @@ import json
 import pytest
 
 from infra.__main__ import main
+from infra.cloud.names import T
 from infra.offline.harness import ProgramRun
 
 POOL_ID = "fr-par/0b5e1f4c-2d7a-4c1e-9a4e-3f1c2b7d9e10"
@@ -16,9 +17,9 @@ def test_import_file_targets_the_urns_the_program_uses(capsys: pytest.CaptureFix
     assert main(["import-file", "--pool", f"ci-training={POOL_ID}"]) == 0
     document = json.loads(capsys.readouterr().out)
     component, pool = document["resources"]
-    assert component == {"type": "gpu-ci:infra:KapsuleCluster", "name": "kapsule", "component": True}
+    assert component == {"type": T.KAPSULE, "name": "kapsule", "component": True}
     assert pool == {
-        "type": "scaleway:kubernetes/pool:Pool",
+        "type": T.POOL,
         "name": "kapsule-ci-training",
         "id": POOL_ID,
         "parent": "kapsule",

@@ -8,14 +8,15 @@ import pulumi
 import pytest
 import yaml
 
+from infra.cloud.names import T
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
 from infra.offline.stack_config import StackConfig
 
-POOL = "scaleway:kubernetes/pool:Pool"
-CLUSTER = "scaleway:kubernetes/cluster:Cluster"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-CLUSTER_POLICY_PATCH = "kubernetes:nvidia.com/v1:ClusterPolicyPatch"
+POOL = T.POOL
+CLUSTER = T.CLUSTER
+CONFIG_MAP = T.CONFIG_MAP
+CLUSTER_POLICY_PATCH = T.CLUSTER_POLICY_PATCH
 
 
 def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
@@ -24,29 +25,29 @@ def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
     for resource in run.resources:
         counts[resource.type] = counts.get(resource.type, 0) + 1
     assert counts == {
-        "gpu-ci:infra:KapsuleCluster": 1,
-        "scaleway:network/vpc:Vpc": 1,
-        "scaleway:network/privateNetwork:PrivateNetwork": 1,
+        T.KAPSULE: 1,
+        T.VPC: 1,
+        T.PRIVATE_NETWORK: 1,
         CLUSTER: 1,
         POOL: 3,
-        "pulumi:providers:kubernetes": 1,
+        T.K8S_PROVIDER: 1,
         # issue 4: GPU sharing
-        "gpu-ci:infra:GpuSharing": 1,
+        T.GPU_SHARING: 1,
         CONFIG_MAP: 1,
         CLUSTER_POLICY_PATCH: 1,
         # issue 3: registry, runner, CI templates and variables
-        "gpu-ci:infra:ContainerRegistry": 1,
-        "scaleway:registry/namespace:Namespace": 1,
-        "gpu-ci:infra:GitlabRunner": 1,
+        T.REGISTRY: 1,
+        T.REGISTRY_NAMESPACE: 1,
+        T.RUNNERS: 1,
         # issue 9: one runner per GPU pool (registration, token Secret, release), isolated namespace
-        "gitlab:index/userRunner:UserRunner": 2,
-        "kubernetes:core/v1:Namespace": 1,
-        "kubernetes:core/v1:Secret": 3,
-        "kubernetes:helm.sh/v3:Release": 2,
-        "kubernetes:networking.k8s.io/v1:NetworkPolicy": 3,
-        "gpu-ci:infra:GitlabCi": 1,
-        "gitlab:index/repositoryFile:RepositoryFile": 1,
-        "gitlab:index/projectVariable:ProjectVariable": 1,
+        T.USER_RUNNER: 2,
+        T.NAMESPACE: 1,
+        T.SECRET: 3,
+        T.HELM_RELEASE: 2,
+        T.NETWORK_POLICY: 3,
+        T.GITLAB_CI: 1,
+        T.REPOSITORY_FILE: 1,
+        T.PROJECT_VARIABLE: 1,
     }
     pools = {r.plain_inputs["name"]: r for r in run.by_type(POOL)}
     assert {name: p.plain_inputs["nodeType"] for name, p in pools.items()} == {
@@ -150,7 +151,7 @@ def test_cluster_policy_patch_points_at_the_config_map(dev_run: ProgramRun) -> N
     assert config["name"] == config_map.plain_inputs["metadata"]["name"]
     assert config["default"] in config_map.plain_inputs["data"]
     assert config_map.plain_inputs["metadata"]["namespace"] == "kube-system"
-    provider = run.one("pulumi:providers:kubernetes", "kapsule-k8s")
+    provider = run.one(T.K8S_PROVIDER, "kapsule-k8s")
     assert config_map.options["provider"].startswith(provider.urn)  # the cluster's provider, not a default one
     for resource in (config_map, patch):
         assert MOCK_KUBECONFIG_PREFIX not in str(resource.plain_inputs), "kubeconfig leaked into " + resource.name

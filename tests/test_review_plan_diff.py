@@ -12,6 +12,7 @@ import yaml
 
 from infra.__main__ import main
 from infra.cli.plan import plan_document
+from infra.cloud.names import T
 from infra.offline.harness import run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
 from infra.offline.stack_config import StackConfig
@@ -26,7 +27,7 @@ from infra.review.diff import (
 )
 from infra.review.note import summarize
 
-POOL = "scaleway:kubernetes/pool:Pool"
+POOL = T.POOL
 
 
 def _urn(name: str, type_: str = POOL) -> str:
@@ -205,14 +206,14 @@ def _typed(type_: str, name: str, inputs: dict[str, Any], **options: Any) -> dic
         (POOL, {"nodeType": "L40S-1-48G", "maxSize": 1}, {"nodeType": "H100-1-80G", "maxSize": 1}, ("nodeType",)),
         (POOL, {"zone": "fr-par-2", "name": "a"}, {"zone": "fr-par-1", "name": "b"}, ("zone", "name")),
         (POOL, {"clusterId": "fr-par/1"}, {"clusterId": "fr-par/2"}, ("clusterId",)),
-        ("scaleway:kubernetes/cluster:Cluster", {"type": "kapsule"}, {"type": "kapsule-dedicated-4"}, ("type",)),
-        ("scaleway:kubernetes/cluster:Cluster", {"privateNetworkId": "p1"}, {"privateNetworkId": "p2"}, None),
-        ("gitlab:index/userRunner:UserRunner", {"runnerType": "project_type"}, {"runnerType": "group_type"}, None),
-        ("gitlab:index/userRunner:UserRunner", {"projectId": 42}, {"projectId": 43}, None),
-        ("gitlab:index/userRunner:UserRunner", {"groupId": 7}, {"groupId": 8}, None),
-        ("kubernetes:core/v1:Namespace", {"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, ("metadata.name",)),
+        (T.CLUSTER, {"type": "kapsule"}, {"type": "kapsule-dedicated-4"}, ("type",)),
+        (T.CLUSTER, {"privateNetworkId": "p1"}, {"privateNetworkId": "p2"}, None),
+        (T.USER_RUNNER, {"runnerType": "project_type"}, {"runnerType": "group_type"}, None),
+        (T.USER_RUNNER, {"projectId": 42}, {"projectId": 43}, None),
+        (T.USER_RUNNER, {"groupId": 7}, {"groupId": 8}, None),
+        (T.NAMESPACE, {"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, ("metadata.name",)),
         (
-            "scaleway:registry/namespace:Namespace",
+            T.REGISTRY_NAMESPACE,
             {"name": "a", "region": "fr-par"},
             {"name": "b", "region": "nl-ams"},
             None,
@@ -234,12 +235,12 @@ def test_a_change_of_a_field_the_provider_replaces_on_is_a_replacement(
     [
         (POOL, {"maxSize": 1, "labels": {"a": "1"}}, {"maxSize": 2, "labels": {"a": "2"}}),
         (
-            "kubernetes:core/v1:Namespace",
+            T.NAMESPACE,
             {"metadata": {"name": "a", "labels": {}}},
             {"metadata": {"name": "a", "labels": {"x": "1"}}},
         ),
-        ("gitlab:index/userRunner:UserRunner", {"tagLists": ["a"]}, {"tagLists": ["a", "b"]}),
-        ("kubernetes:helm.sh/v3:Release", {"name": "a"}, {"name": "b"}),
+        (T.USER_RUNNER, {"tagLists": ["a"]}, {"tagLists": ["a", "b"]}),
+        (T.HELM_RELEASE, {"name": "a"}, {"name": "b"}),
     ],
 )
 def test_other_changes_stay_updates_in_place(type_: str, before: dict[str, Any], after: dict[str, Any]) -> None:

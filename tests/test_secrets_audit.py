@@ -15,6 +15,7 @@ import pulumi
 import pytest
 
 from infra.cli.plan import plan_document, render_plan
+from infra.cloud.names import T
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, MOCK_RUNNER_TOKEN_PREFIX, is_secret, mask_secrets
 from infra.offline.stack_config import StackConfig
@@ -55,8 +56,8 @@ def audited(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> tuple[Stack
 
 def _secret_values(run: ProgramRun) -> dict[str, str]:
     """Each secret value, by the resource (name) it may appear in."""
-    token = run.one("gitlab:index/userRunner:UserRunner", "runner-registration").outputs["token"]
-    kubeconfig = run.one("scaleway:kubernetes/cluster:Cluster", "kapsule-cluster").outputs["kubeconfigs"][0]
+    token = run.one(T.USER_RUNNER, "runner-registration").outputs["token"]
+    kubeconfig = run.one(T.CLUSTER, "kapsule-cluster").outputs["kubeconfigs"][0]
     assert kubeconfig["configFile"].startswith(MOCK_KUBECONFIG_PREFIX)
     assert token.startswith(MOCK_RUNNER_TOKEN_PREFIX)
     return {
@@ -91,7 +92,7 @@ def _in_json(value: str, text: str) -> bool:
 
 def test_provider_outputs_holding_secrets_are_marked_secret(audited: tuple[StackConfig, ProgramRun]) -> None:
     _, run = audited
-    runner = run.one("gitlab:index/userRunner:UserRunner", "runner-registration")
+    runner = run.one(T.USER_RUNNER, "runner-registration")
     assert "token" in runner.options["additional_secret_outputs"]
     assert not [r.type for r in run.resources if r.type.startswith("scaleway:iam/")]  # no IAM right needed
 
@@ -125,7 +126,7 @@ def test_provider_credentials_reach_no_resource(audited: tuple[StackConfig, Prog
 def test_kubeconfig_is_exported_only_as_a_secret(audited: tuple[StackConfig, ProgramRun]) -> None:
     _, run = audited
     assert run.outputs["kubeconfig"].secret is True
-    provider = run.one("pulumi:providers:kubernetes", "kapsule-k8s")
+    provider = run.one(T.K8S_PROVIDER, "kapsule-k8s")
     assert is_secret(provider.inputs["kubeconfig"])
     for name, output in run.outputs.items():
         if name != "kubeconfig":
@@ -134,11 +135,7 @@ def test_kubeconfig_is_exported_only_as_a_secret(audited: tuple[StackConfig, Pro
 
 def test_every_ci_variable_holding_a_secret_is_masked_and_protected(audited: tuple[StackConfig, ProgramRun]) -> None:
     _, run = audited
-    variables = [
-        r
-        for r in run.resources
-        if r.type in ("gitlab:index/projectVariable:ProjectVariable", "gitlab:index/groupVariable:GroupVariable")
-    ]
+    variables = [r for r in run.resources if r.type in (T.PROJECT_VARIABLE, T.GROUP_VARIABLE)]
     secret_ones = [r for r in variables if is_secret(r.inputs["value"])]
     assert [r.plain_inputs["key"] for r in secret_ones] == ["WANDB_API_KEY"]
     for variable in secret_ones:
@@ -151,7 +148,7 @@ def test_every_ci_variable_holding_a_secret_is_masked_and_protected(audited: tup
 def test_no_config_map_or_helm_value_holds_a_secret(audited: tuple[StackConfig, ProgramRun]) -> None:
     _, run = audited
     for resource in run.resources:
-        if resource.type in ("kubernetes:core/v1:ConfigMap", "kubernetes:helm.sh/v3:Release"):
+        if resource.type in (T.CONFIG_MAP, T.HELM_RELEASE):
             assert "[secret]" not in json.dumps(mask_secrets(resource.inputs)), resource.name
     assert {"runner_ids", "registry", "ci_templates"} <= set(run.outputs)
 

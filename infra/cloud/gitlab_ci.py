@@ -18,17 +18,19 @@ import pulumi
 import pulumi_gitlab as gitlab
 
 from infra.cloud.names import CI_TOKEN, child_name
-from infra.config.ci import CiVariableSpec
-from infra.config.platform import PlatformSpec
+from infra.config.ci import CiSpec, CiVariableSpec
+from infra.config.gitlab import GitlabSpec
 
 COMMIT_AUTHOR = "gpu-ci (Pulumi)"
 
 
 @dataclass(frozen=True)
 class GitlabCiArgs:
-    """The spec, the rendered templates file, the registry endpoint, and the stack secrets the variables read."""
+    """Where (GitLab), what (the CI section and the rendered templates file), the registry endpoint, and the
+    stack secrets the variables read."""
 
-    spec: PlatformSpec
+    gitlab: GitlabSpec
+    ci: CiSpec
     templates: str
     """The templates file's text (`infra.render.ci_templates`)."""
     registry_endpoint: pulumi.Input[str]
@@ -47,36 +49,36 @@ class GitlabCi(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GitlabCiArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CI_TOKEN, name, {}, opts)
-        spec, secrets = args.spec, args.secrets or {}
+        secrets = args.secrets or {}
         text = args.templates
-        branch: pulumi.Input[str] | None = spec.ci.templates_branch
+        branch: pulumi.Input[str] | None = args.ci.templates_branch
         if branch is None:
             branch = gitlab.get_project_output(
-                path_with_namespace=spec.gitlab.project, opts=pulumi.InvokeOutputOptions(parent=self)
+                path_with_namespace=args.gitlab.project, opts=pulumi.InvokeOutputOptions(parent=self)
             ).default_branch
         templates = gitlab.RepositoryFile(
             child_name("templates", name),
-            project=spec.gitlab.project,
-            file_path=spec.ci.templates_path,
+            project=args.gitlab.project,
+            file_path=args.ci.templates_path,
             branch=branch,
             content=text,
             encoding="text",
             author_name=COMMIT_AUTHOR,
             commit_message="gpu-ci: update the CI templates (generated from the platform spec)",
-            overwrite_on_create=spec.ci.adopt_existing_templates,
+            overwrite_on_create=args.ci.adopt_existing_templates,
             opts=pulumi.ResourceOptions(parent=self),
         )
         plain = CiVariableSpec(value="", description="Container registry of the training images (gpu-ci)")
         managed: dict[str, tuple[CiVariableSpec, pulumi.Input[str]]] = {
-            spec.ci.registry_variable: (plain, args.registry_endpoint)
+            args.ci.registry_variable: (plain, args.registry_endpoint)
         }
-        for key, variable in sorted(spec.ci.variables.items()):
+        for key, variable in sorted(args.ci.variables.items()):
             if variable.secret is not None:
                 managed[key] = (variable, pulumi.Output.secret(secrets[variable.secret]))
             else:
                 managed[key] = (variable, variable.value or "")  # a plain variable has a value (CiVariableSpec)
         self.variables = {
-            key: self._variable(name, spec, key, variable, value).id
+            key: self._variable(name, args, key, variable, value).id
             for key, (variable, value) in sorted(managed.items())
         }
         self.templates = pulumi.Output.from_input(text)
@@ -86,14 +88,14 @@ class GitlabCi(pulumi.ComponentResource):
         )
 
     def _variable(
-        self, name: str, spec: PlatformSpec, key: str, variable: CiVariableSpec, value: pulumi.Input[str]
+        self, name: str, args: GitlabCiArgs, key: str, variable: CiVariableSpec, value: pulumi.Input[str]
     ) -> pulumi.CustomResource:
         resource_name = child_name(f"var-{key}", name)
         opts = pulumi.ResourceOptions(parent=self)
-        if spec.ci.variables_scope == "group":
+        if args.ci.variables_scope == "group":
             return gitlab.GroupVariable(
                 resource_name,
-                group=spec.gitlab.group or "",  # a group scope needs the group (gitlab_problems)
+                group=args.gitlab.group or "",  # a group scope needs the group (gitlab_problems)
                 key=key,
                 value=value,
                 masked=variable.effective_masked,
@@ -105,7 +107,7 @@ class GitlabCi(pulumi.ComponentResource):
             )
         return gitlab.ProjectVariable(
             resource_name,
-            project=spec.gitlab.project,
+            project=args.gitlab.project,
             key=key,
             value=value,
             masked=variable.effective_masked,

@@ -42,7 +42,11 @@ def build_platform(
     )
     registry = ContainerRegistry(
         REGISTRY_COMPONENT,
-        ContainerRegistryArgs(spec=spec, pull_secret_key=(secrets or {}).get(REGISTRY_PULL_SECRET_CONFIG)),
+        ContainerRegistryArgs(
+            region=spec.region,
+            registry=spec.registry,
+            pull_secret_key=(secrets or {}).get(REGISTRY_PULL_SECRET_CONFIG),
+        ),
     )
     runners = RunnerFleet(
         RUNNER_COMPONENT,
@@ -60,7 +64,8 @@ def build_platform(
     ci = GitlabCi(
         CI_COMPONENT,
         GitlabCiArgs(
-            spec=spec,
+            gitlab=spec.gitlab,
+            ci=spec.ci,
             templates=render_ci_templates(platform),
             registry_endpoint=registry.endpoint,
             secrets=secrets,

@@ -22,8 +22,7 @@ import pulumi
 from pulumiverse_scaleway import registry as scw_registry
 
 from infra.cloud.names import REGISTRY_TOKEN, child_name
-from infra.config.platform import PlatformSpec
-from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
+from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG, RegistrySpec
 
 PULL_PERMISSION_SETS = ["ContainerRegistryReadOnly"]
 """What the bootstrap step grants the pull key's IAM application (docs/security.md), nothing more."""
@@ -33,7 +32,10 @@ REGISTRY_USERNAME = "nologin"
 
 @dataclass(frozen=True)
 class ContainerRegistryArgs:
-    spec: PlatformSpec
+    """The stack's region and the registry section."""
+
+    region: str
+    registry: RegistrySpec
     pull_secret_key: pulumi.Input[str] | None = None
     """The pull key's secret part (stack secret `gpu-ci:registry_pull_secret_key`), for a private namespace."""
 
@@ -56,7 +58,7 @@ class ContainerRegistry(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ContainerRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(REGISTRY_TOKEN, name, {}, opts)
-        spec, registry = args.spec, args.spec.registry
+        registry = args.registry
         if registry.needs_pull_secret and args.pull_secret_key is None:
             raise ValueError(
                 f"platform.registry.pull_secret=true needs the stack secret gpu-ci:{REGISTRY_PULL_SECRET_CONFIG} "
@@ -64,14 +66,14 @@ class ContainerRegistry(pulumi.ComponentResource):
             )
         if registry.existing:
             found = scw_registry.get_namespace_output(
-                name=registry.namespace, region=spec.region, opts=pulumi.InvokeOutputOptions(parent=self)
+                name=registry.namespace, region=args.region, opts=pulumi.InvokeOutputOptions(parent=self)
             )
             self.endpoint, self.project_id = found.endpoint, found.project_id.apply(lambda v: v or "")
         else:
             namespace = scw_registry.Namespace(
                 child_name("namespace", name),
                 name=registry.namespace,
-                region=spec.region,
+                region=args.region,
                 is_public=registry.is_public,
                 description="Training images of the gpu-ci platform (managed by Pulumi)",
                 opts=pulumi.ResourceOptions(parent=self, protect=registry.protect),

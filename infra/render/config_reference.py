@@ -30,9 +30,9 @@ MAP_KEYS = {"node_types": "<TYPE>", "pools": "<pool>", "profiles": "<profile>", 
 """How a map's key is written in key paths (`pools.<pool>.zone`); other maps use `<name>`."""
 
 _VALIDATED_TYPES = {
-    Duration.__metadata__[0].func: "duration",
-    CpuQuantity.__metadata__[0].func: "CPU quantity",
-    MemoryQuantity.__metadata__[0].func: "memory quantity",
+    typing.get_args(Duration)[1].func: "duration",
+    typing.get_args(CpuQuantity)[1].func: "CPU quantity",
+    typing.get_args(MemoryQuantity)[1].func: "memory quantity",
 }
 """Types that are a plain annotation plus a parsing validator, recognised by the validator."""
 
