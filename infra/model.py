@@ -24,7 +24,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from infra.capacity import ProfileFit, fit_problems, profile_fit
 from infra.catalog import NodeType
@@ -42,6 +43,9 @@ from infra.config.profiles import ProfileSpec
 from infra.config.runner import default_pool, manager_pool
 from infra.quantity import Cpu, Memory
 from infra.routing import JOB_RESOURCES, POOL_VARIABLE, Quantity, go_quote_meta, magnitude, pool_selector
+
+if TYPE_CHECKING:
+    from infra.cost import CostReport
 
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 """Node label the GPU operator's config-manager reads to pick a key of the device-plugin ConfigMap."""
@@ -239,6 +243,14 @@ class Platform:
     manager_pool: str
     warnings: tuple[Problem, ...] = field(default=())
     """Valid, but worth a look before `up` (e.g. memory limits that overcommit a node)."""
+
+    @cached_property
+    def cost(self) -> CostReport | None:
+        """The simulated day of the spec's workload (None without one), computed on first use, then kept:
+        the stack outputs, the report and the artifacts all read this one run."""
+        from infra.cost import cost_report  # noqa: PLC0415 - the cost model imports this module
+
+        return cost_report(self)
 
     @property
     def default_runner(self) -> Runner:

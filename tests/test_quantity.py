@@ -85,7 +85,7 @@ def test_huge_exponents_and_long_numbers_are_refused_before_computing(text: str)
     for parse in (Cpu.parse, Memory.parse):
         with pytest.raises(QuantityError):
             parse(text)
-    assert time.perf_counter() - started < 0.01
+    assert time.perf_counter() - started < 0.1  # the exact computation took seconds; 0.1 s holds under load
 
 
 def test_a_trailing_newline_is_not_a_quantity() -> None:

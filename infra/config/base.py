@@ -32,7 +32,6 @@ class SpecModel(BaseModel):
         coerce_numbers_to_str=True,
         allow_inf_nan=False,
         str_max_length=MAX_STRING,
-        use_attribute_docstrings=True,  # field docstrings become descriptions: docs/config-reference.md
     )
 
 

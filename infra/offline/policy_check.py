@@ -75,8 +75,10 @@ def engine_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
     return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
 
 
-def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> ResourceValidationArgs:
-    """A recorded registration as the analyzer would present it."""
+def analyzed(
+    resource: RecordedResource, config: Mapping[str, Any] | None, props: Mapping[str, Any] | None = None
+) -> ResourceValidationArgs:
+    """A recorded registration as the analyzer would present it (`props`: its engine_props, if already made)."""
     opts = PolicyResourceOptions(
         protect=resource.options["protect"],
         ignore_changes=resource.options["ignore_changes"],
@@ -86,9 +88,8 @@ def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> Re
         additional_secret_outputs=resource.options["additional_secret_outputs"],
         parent=resource.parent or None,
     )
-    return ResourceValidationArgs(
-        resource.type, engine_props(resource.inputs), resource.urn, resource.name, opts, None, config
-    )
+    props = engine_props(resource.inputs) if props is None else props
+    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, opts, None, config)
 
 
 def policy_report(
@@ -105,8 +106,9 @@ def policy_report(
 
     managed = sorted((r for r in run.resources if not r.options["read"]), key=lambda r: r.urn)  # a stable order
     for resource in managed:
+        props = engine_props(resource.inputs)  # read-only for the rules: made once per resource
         for policy in pack.RESOURCE_POLICIES:
-            args = analyzed(resource, config.get(policy.name))
+            args = analyzed(resource, config.get(policy.name), props)
             try:
                 policy.validate(
                     args,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 
-from infra.cost import cost_report
 from infra.model import Platform
 from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import render_cluster_policy_patch, render_config_map
@@ -30,7 +29,7 @@ def render_artifacts(platform: Platform) -> dict[str, str]:
     if platform.gpu_pools:
         artifacts["device-plugin-config.yaml"] = render_config_map(platform)
         artifacts["cluster-policy-patch.json"] = render_cluster_policy_patch(platform)
-    cost = cost_report(platform)
+    cost = platform.cost
     if cost is not None:
         artifacts["cost.json"] = json.dumps(cost.as_json(), indent=2, sort_keys=True) + "\n"
     return artifacts

@@ -1,15 +1,21 @@
 """The config reference (docs/config-reference.md), generated from the spec's models (pure: no Pulumi import).
 
 Every key of `gpu-ci:platform` is a field of `PlatformSpec` or of a model nested in it; its docstring is
-pydantic's `description` (`use_attribute_docstrings`). Walking the models gives one table per section
+read from the model's source (the string right after each field, as pydantic's `use_attribute_docstrings`
+would, but only when the reference is made: parsing every model's source at import would slow down every
+`plan` and `pulumi up`). Walking the models gives one table per section
 (key path, type, default, constraints, description), so the reference cannot drift from what `load_spec`
 accepts: a test compares the committed file with this text.
 """
 
 from __future__ import annotations
 
+import ast
 import decimal
+import inspect
+import textwrap
 import typing
+from functools import cache
 from types import NoneType, UnionType
 from typing import Any, Literal
 
@@ -119,7 +125,7 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
         if variants:
             tag = field.discriminator
             choices = ", ".join(f"`{tag}: {label}`" for label, _ in variants)
-            rows.append((key, f"object, by `{tag}`: {choices}", _default(field), "", _description(field)))
+            rows.append((key, f"object, by `{tag}`: {choices}", _default(field), "", _description(model, name, field)))
             nested += [(variant, key, f"`{key}` with `{tag}: {label}`") for label, variant in variants]
             continue
         inner, kind = _inner_model(field.annotation)
@@ -135,7 +141,7 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
             shape = f"object, the fields of `{documented[inner]}`"
         elif inner is not None and target is not None:
             nested.append((inner, target, f"`{target}`"))
-        rows.append((key, shape, _default(field), _constraints(field), _description(field)))
+        rows.append((key, shape, _default(field), _constraints(field), _description(model, name, field)))
     doc = " ".join((model.__doc__ or "").split())
     lines = [f"### {title}\n", f"{doc}\n" if doc else "", "| key | type | default | constraints | description |"]
     lines.append("|---|---|---|---|---|")
@@ -249,8 +255,40 @@ def _value(value: Any) -> str:
     return f"`{value}`"
 
 
-def _description(field: FieldInfo) -> str:
-    return " ".join((field.description or "").split())
+def _description(model: type[BaseModel], name: str, field: FieldInfo) -> str:
+    return " ".join((field.description or field_docstring(model, name)).split())
+
+
+def field_docstring(model: type, name: str) -> str:
+    """The docstring written under a field of `model` ("" if none)."""
+    return _attribute_docstrings(model).get(name, "")
+
+
+@cache
+def _attribute_docstrings(model: type) -> dict[str, str]:
+    """Each field's docstring: the string literal right after its annotated assignment, in the class (or a
+    base class) where the field is written."""
+    found: dict[str, str] = {}
+    for klass in reversed(model.__mro__):
+        if klass is object or not klass.__module__.startswith("infra."):
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        body = ast.parse(source).body[0]
+        if not isinstance(body, ast.ClassDef):
+            continue
+        for statement, following in zip(body.body, body.body[1:], strict=False):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                found[statement.target.id] = inspect.cleandoc(following.value.value)
+    return found
 
 
 def _cell(text: str) -> str:

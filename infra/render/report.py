@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from infra.capacity import format_gb
-from infra.cost import CostReport, cost_report, price_rows
+from infra.cost import CostReport, price_rows
 from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, Platform, Pool
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
@@ -52,7 +52,7 @@ def render_report(platform: Platform) -> str:
     ]
     if platform.gpu_pools:
         parts += [render_sharing(platform), render_prices(platform)]
-    cost = cost_report(platform)
+    cost = platform.cost
     if cost is not None:
         parts.append(render_cost(platform, cost))
     return "\n".join(parts)
@@ -258,7 +258,7 @@ def stack_report(platform: Platform) -> dict[str, object]:
     """The figures the stack exports beside its resources (`capacity`, and `cost` with a workload): computed
     before any registration, from the derived platform."""
     report: dict[str, object] = {"capacity": capacity_rows(platform)}
-    cost = cost_report(platform)
+    cost = platform.cost
     if cost is not None:
         report["cost"] = cost.as_json()
     return report
