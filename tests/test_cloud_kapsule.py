@@ -69,7 +69,8 @@ def test_cluster_is_protected_private_and_scales_down_soon(
         res = _by_name(pulumi_mocks)
         cluster = res["kapsule-cluster"]
         inputs = cluster.plain_inputs
-        assert cluster.options["protect"] is True
+        # Always protected, with the network it lives in: there is no knob to turn it off.
+        assert [res[n].options["protect"] for n in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster")] == [True] * 3
         assert (inputs["name"], inputs["version"], inputs["cni"], inputs["type"]) == (
             "gpu-ci",
             "1.35",
