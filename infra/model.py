@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infra.capacity import ProfileFit, fit_problems, profile_fit
 from infra.catalog import NodeType
@@ -502,16 +502,3 @@ def _routing_problems(
         )
         problems.append(Problem(key_path("runner", "pool_tags"), list(spec.runner.pool_tags), reason))
     return problems
-
-
-def as_json(value: Any) -> Any:
-    """Plain JSON of model values (quantities as their text, fractions as floats), for plans and outputs."""
-    if isinstance(value, (Cpu, Memory)):
-        return value.text
-    if isinstance(value, Fraction):
-        return round(float(value), 6)
-    if isinstance(value, Mapping):
-        return {str(k): as_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [as_json(v) for v in value]
-    return value

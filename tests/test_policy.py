@@ -37,7 +37,7 @@ from infra.config.errors import SpecError
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.platform import load_spec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
-from infra.model import DEVICE_PLUGIN_CONFIG_LABEL
+from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, POLICY_MIN_POLL_TIMEOUT_SECONDS
 from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.policy_check import analyzed, engine_props
@@ -801,7 +801,7 @@ def test_the_pack_agrees_with_the_program_constants() -> None:
     assert pol.DEVICE_PLUGIN_CONFIG_LABEL == DEVICE_PLUGIN_CONFIG_LABEL
     assert GpuOperatorSpec().config_map == pol.DEFAULT_DEVICE_PLUGIN_CONFIG_MAP
     default_cold_start = PoolSpec(node_type="L4-1-24G", zone="fr-par-2").cold_start_minutes
-    assert 60 * default_cold_start == pol.DEFAULT_MIN_POLL_TIMEOUT_SECONDS
+    assert 60 * default_cold_start == pol.DEFAULT_MIN_POLL_TIMEOUT_SECONDS == POLICY_MIN_POLL_TIMEOUT_SECONDS
     for node in BUILTIN_NODE_TYPES.values():
         assert pol.is_gpu_pool(engine_props({"nodeType": node.name})) is node.is_gpu, node.name
 
