@@ -7,6 +7,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from sealing import assert_res, assert_res_counts
 
 from infra.cloud.names import T
 from infra.offline.harness import ProgramRun, run_program
@@ -21,34 +22,36 @@ CLUSTER_POLICY_PATCH = T.CLUSTER_POLICY_PATCH
 
 def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
     run = dev_run
-    counts: dict[str, int] = {}
-    for resource in run.resources:
-        counts[resource.type] = counts.get(resource.type, 0) + 1
-    assert counts == {
-        T.KAPSULE: 1,
-        T.VPC: 1,
-        T.PRIVATE_NETWORK: 1,
-        CLUSTER: 1,
-        POOL: 3,
-        T.K8S_PROVIDER: 1,
-        # issue 4: GPU sharing
-        T.GPU_SHARING: 1,
-        CONFIG_MAP: 1,
-        CLUSTER_POLICY_PATCH: 1,
-        # issue 3: registry, runner, CI templates and variables
-        T.REGISTRY: 1,
-        T.REGISTRY_NAMESPACE: 1,
-        T.RUNNERS: 1,
-        # issue 9: one runner per GPU pool (registration, token Secret, release), isolated namespace
-        T.USER_RUNNER: 2,
-        T.NAMESPACE: 1,
-        T.SECRET: 3,
-        T.HELM_RELEASE: 2,
-        T.NETWORK_POLICY: 3,
-        T.GITLAB_CI: 1,
-        T.REPOSITORY_FILE: 1,
-        T.PROJECT_VARIABLE: 1,
-    }
+    assert_res_counts(
+        run,
+        {
+            T.KAPSULE: 1,
+            T.VPC: 1,
+            T.PRIVATE_NETWORK: 1,
+            CLUSTER: 1,
+            POOL: 3,
+            T.K8S_PROVIDER: 1,
+            # issue 4: GPU sharing
+            T.GPU_SHARING: 1,
+            CONFIG_MAP: 1,
+            CLUSTER_POLICY_PATCH: 1,
+            # issue 3: registry, runner, CI templates and variables
+            T.REGISTRY: 1,
+            T.REGISTRY_NAMESPACE: 1,
+            T.RUNNERS: 1,
+            # issue 9: one runner per GPU pool (registration, token Secret, release), isolated namespace
+            T.USER_RUNNER: 2,
+            T.NAMESPACE: 1,
+            T.SECRET: 3,
+            T.HELM_RELEASE: 2,
+            T.NETWORK_POLICY: 3,
+            T.GITLAB_CI: 1,
+            T.REPOSITORY_FILE: 1,
+            T.PROJECT_VARIABLE: 1,
+        },
+    )
+    assert_res(run, T.HELM_RELEASE, "runner-ci-training-release", name="gitlab-runner-ci-training", skipAwait=True)
+    assert_res(run, T.USER_RUNNER, "runner-registration", tagLists=["kapsule", "gpu", "ci-compile"], untagged=False)
     pools = {r.plain_inputs["name"]: r for r in run.by_type(POOL)}
     assert {name: p.plain_inputs["nodeType"] for name, p in pools.items()} == {
         "ci-compile": "L4-1-24G",
