@@ -150,7 +150,10 @@ def test_release_is_the_pinned_chart_with_the_rendered_values(
             assert (inputs["skipAwait"], inputs["timeout"]) == (True, 600)
             assert "atomic" not in inputs
             expected = runner_helm_values(platform, platform.runners[pool])
-            expected["podAnnotations"] = {"gpu-ci/runner-id": res[f"{prefix}-registration"].id}  # new token: new pod
+            expected["podAnnotations"] = {  # a new token rolls the pod; the autoscaler never evicts a draining one
+                "gpu-ci/runner-id": res[f"{prefix}-registration"].id,
+                "cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+            }
             assert inputs["values"] == expected
             assert not is_secret(release.inputs["values"]), "values hold no secret, so reviewers can read them"
             assert release.options["provider"].startswith(res["k8s"].urn)
@@ -222,6 +225,11 @@ def test_cache_bucket_expires_objects_and_keys_stay_secret(
         values = res["runner-release"].plain_inputs["values"]
         assert values["runners"]["cache"] == {"secretName": "runner-cache-s3"}
         assert "cache-secret-key" not in repr(values)
+        # The chart reads the key at start only: the Secret's uid in every manager's pod annotations rolls the
+        # pods when a new key replaces the Secret.
+        for release in ("runner-release", "runner-ci-training-release"):
+            annotations = res[release].plain_inputs["values"]["podAnnotations"]
+            assert annotations["gpu-ci/cache-secret-uid"] == cache.outputs["metadata"]["uid"] == cache.id
         assert cache.urn in res["runner-release"].options["dependencies"]
 
     return _settled(runner).apply(check)
@@ -257,6 +265,12 @@ def test_namespace_enforces_pod_security_and_denies_by_default(
         assert {"169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"} <= set(
             block["except"]
         )
+        (apiserver,) = [r for r in pulumi_mocks.recorded if r.type == T.CILIUM_NETWORK_POLICY]
+        assert apiserver.name == "runner-netpol-managers-apiserver"
+        assert apiserver.plain_inputs["spec"] == {  # Cilium gives the API server an identity an ipBlock may miss
+            "endpointSelector": {"matchLabels": {"gpu-ci/role": "manager"}},
+            "egress": [{"toEntities": ["kube-apiserver"]}],
+        }
         managers = policies["runner-netpol-managers-egress"]["spec"]
         assert managers["podSelector"] == {"matchLabels": {"gpu-ci/role": "manager"}}
         assert managers["egress"][1]["to"][0]["ipBlock"]["except"] == ["169.254.0.0/16"]

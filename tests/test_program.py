@@ -45,6 +45,7 @@ def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
             T.SECRET: 3,
             T.HELM_RELEASE: 2,
             T.NETWORK_POLICY: 3,
+            T.CILIUM_NETWORK_POLICY: 1,
             T.GITLAB_CI: 1,
             T.REPOSITORY_FILE: 1,
             T.PROJECT_VARIABLE: 1,
@@ -220,4 +221,5 @@ def test_migration_from_one_runner_keeps_its_registration_token_and_release(dev_
         "runner-netpol-default-deny",
         "runner-netpol-jobs-egress",
         "runner-netpol-managers-egress",
+        "runner-netpol-managers-apiserver",
     }

@@ -37,6 +37,7 @@ class T(StrEnum):
     NAMESPACE = "kubernetes:core/v1:Namespace"
     SECRET = "kubernetes:core/v1:Secret"
     NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+    CILIUM_NETWORK_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
     HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 

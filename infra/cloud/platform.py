@@ -57,6 +57,7 @@ def build_platform(
             region=spec.region,
             provider=kapsule.provider,
             pull_secret_required=spec.registry.needs_pull_secret,
+            cilium=spec.cluster.cni == "cilium",
             registry_docker_config=registry.docker_config_json,
             secrets=secrets,
         ),

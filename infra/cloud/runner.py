@@ -43,7 +43,13 @@ from infra.config.runner import (
     RunnerSpec,
 )
 from infra.model import Runner
-from infra.render.runner import CACHE_SECRET_NAME, REGISTRY_PULL_SECRET_NAME, ROLE_LABEL, RUNNER_ID_ANNOTATION
+from infra.render.runner import (
+    CACHE_SECRET_ANNOTATION,
+    CACHE_SECRET_NAME,
+    REGISTRY_PULL_SECRET_NAME,
+    ROLE_LABEL,
+    RUNNER_ID_ANNOTATION,
+)
 
 HELM_TIMEOUT_SECONDS = 600
 POD_SECURITY = {
@@ -80,6 +86,8 @@ class RunnerFleetArgs:
     provider: k8s.Provider
     pull_secret_required: bool
     """Whether the runners' config.toml names the image-pull Secret (a private registry)."""
+    cilium: bool = True
+    """The cluster's CNI is Cilium: the managers' way to the API server is a CiliumNetworkPolicy entity."""
     registry_docker_config: pulumi.Input[str] | None = None
     """`.dockerconfigjson` for pulling training images (None: public registry, no pull secret)."""
     secrets: Mapping[str, pulumi.Input[str]] | None = None
@@ -110,7 +118,7 @@ class RunnerFleet(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-        shared: list[pulumi.Resource] = self._network_policies(name, settings.namespace, in_namespace)
+        shared: list[pulumi.Resource] = self._network_policies(name, settings.namespace, in_namespace, args.cilium)
         if args.registry_docker_config is not None:
             shared.append(
                 k8s.core.v1.Secret(
@@ -121,12 +129,16 @@ class RunnerFleet(pulumi.ComponentResource):
                     opts=in_namespace,
                 )
             )
+        restart_on: dict[str, pulumi.Input[str]] = {}
         if settings.cache is not None:
-            shared += self._cache(name, args, in_namespace)
+            cache = self._cache(name, args, in_namespace)
+            shared += cache
+            # The chart reads the cache key at start only: a new key (a replaced Secret, new uid) rolls the pod.
+            restart_on[CACHE_SECRET_ANNOTATION] = cache[-1].metadata.uid
 
         self.runner_ids, self.release_statuses = {}, {}
         for release in args.runners:
-            runner_id, status = self._runner(name, args, release, namespace, shared)
+            runner_id, status = self._runner(name, args, release, namespace, shared, restart_on=restart_on)
             self.runner_ids[release.runner.pool] = runner_id
             self.release_statuses[release.runner.pool] = status
         self.namespace = namespace.metadata.name
@@ -141,6 +153,8 @@ class RunnerFleet(pulumi.ComponentResource):
         release: RunnerRelease,
         namespace: k8s.core.v1.Namespace,
         shared: list[pulumi.Resource],
+        *,
+        restart_on: Mapping[str, pulumi.Input[str]],
     ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         """A runner's registration, its token Secret and its manager release."""
         runner, prefix = release.runner, release.runner.resource_prefix
@@ -154,7 +168,11 @@ class RunnerFleet(pulumi.ComponentResource):
         )
         values = dict(release.values)
         # A new registration (new token) rolls the manager pod: the chart's checksums do not see the Secret.
-        values["podAnnotations"] = {RUNNER_ID_ANNOTATION: registration.id}
+        values["podAnnotations"] = {
+            **release.values.get("podAnnotations", {}),
+            RUNNER_ID_ANNOTATION: registration.id,
+            **restart_on,
+        }
         helm = k8s.helm.v3.Release(
             child_name(f"{prefix}release", name),
             name=runner.release_name,
@@ -163,7 +181,7 @@ class RunnerFleet(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
             namespace=namespace.metadata.name,
             values=values,
-            skip_await=True,
+            skip_await=True,  # (so `timeout` bounds only the API calls, not a drain)
             cleanup_on_fail=True,
             timeout=HELM_TIMEOUT_SECONDS,
             max_history=10,
@@ -195,7 +213,9 @@ class RunnerFleet(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _network_policies(self, name: str, namespace: str, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+    def _network_policies(
+        self, name: str, namespace: str, opts: pulumi.ResourceOptions, cilium: bool
+    ) -> list[pulumi.Resource]:
         """Default deny, then the egress jobs and managers need (Cilium enforces NetworkPolicies on Kapsule)."""
         dns = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
             to=[
@@ -230,12 +250,29 @@ class RunnerFleet(pulumi.ComponentResource):
                 opts=opts,
             )
 
-        return [
+        policies: list[pulumi.Resource] = [
             policy("default-deny", None, []),
             policy("jobs-egress", "job", [dns, internet(PRIVATE_RANGES)]),
             # The manager talks to GitLab and to the Kubernetes API, which may sit on a private address.
             policy("managers-egress", "manager", [dns, internet((METADATA_RANGE,))]),
         ]
+        if cilium:
+            # Cilium gives the API server its own identity, which an ipBlock may not match (cilium#33525): the
+            # managers reach it through the `kube-apiserver` entity.
+            policies.append(
+                k8s.apiextensions.CustomResource(
+                    child_name("netpol-managers-apiserver", name),
+                    api_version="cilium.io/v2",
+                    kind="CiliumNetworkPolicy",
+                    metadata=_metadata("gpu-ci-managers-apiserver", namespace),
+                    spec={
+                        "endpointSelector": {"matchLabels": {ROLE_LABEL: "manager"}},
+                        "egress": [{"toEntities": ["kube-apiserver"]}],
+                    },
+                    opts=opts,
+                )
+            )
+        return policies
 
     def _cache(self, name: str, args: RunnerFleetArgs, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
         """The cache bucket (unless adopted) and the Secret with its Object Storage key."""

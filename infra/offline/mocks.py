@@ -160,6 +160,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
     T.NAMESPACE: ResourceType(("metadata",), _k8s_object_outputs),
     T.SECRET: ResourceType(("metadata", "type", "stringData"), _k8s_object_outputs),
     T.NETWORK_POLICY: ResourceType(("metadata", "spec"), _k8s_object_outputs),
+    T.CILIUM_NETWORK_POLICY: ResourceType(("metadata", "spec"), _k8s_object_outputs),
     T.HELM_RELEASE: ResourceType(("name", "chart", "version", "namespace", "repositoryOpts"), _release_outputs),
 }
 """What the mocks know of each provider resource type (`infra.cloud.names.T`); the components need none."""

@@ -43,6 +43,9 @@ REGISTRY_PULL_SECRET_NAME = "registry-pull"
 CACHE_SECRET_NAME = "runner-cache-s3"
 """Secret with `accesskey` and `secretkey`: the chart exports them as CACHE_S3_ACCESS_KEY / _SECRET_KEY."""
 RUNNER_ID_ANNOTATION = "gpu-ci/runner-id"
+CACHE_SECRET_ANNOTATION = "gpu-ci/cache-secret-uid"
+"""Manager pod annotation set to the cache Secret's uid: a new cache key (a replaced Secret) rolls the pod."""
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 """Manager pod annotation the runner component sets to the GitLab runner id: a new runner (new token) rolls it."""
 
 FEATURE_FLAGS = {
@@ -109,7 +112,7 @@ def runner_config(platform: Platform, runner: Runner) -> dict[str, Any]:
         "node_selector_overwrite_allowed": runner.node_selector_regex,
         "node_tolerations": {f"{GPU_TAINT.key}={GPU_TAINT.value}": GPU_TAINT.effect},
         "pod_labels": {ROLE_LABEL: "job", POOL_LABEL: runner.pool},
-        "pod_annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+        "pod_annotations": {SAFE_TO_EVICT: "false"},
         # Least privilege for job pods: never privileged, no setuid escalation, no capability, no API token,
         # images from the platform registry (and the configured list) only.
         "privileged": False,
@@ -171,6 +174,8 @@ def runner_helm_values(platform: Platform, runner: Runner) -> dict[str, Any]:
         "terminationGracePeriodSeconds": spec.runner.job_timeout_seconds + DRAIN_MARGIN_SECONDS,
         "deploymentLifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", _DRAIN]}}},
         "podLabels": {ROLE_LABEL: "manager", POOL_LABEL: runner.pool},
+        # The autoscaler would cut a drain short (max_graceful_termination_sec) on an autoscaled manager pool.
+        "podAnnotations": {SAFE_TO_EVICT: "false"},
         "resources": {"requests": {"cpu": MANAGER_CPU_REQUEST.text, "memory": MANAGER_MEMORY_REQUEST.text}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
