@@ -131,10 +131,10 @@ class RunnerFleet(pulumi.ComponentResource):
             )
         restart_on: dict[str, pulumi.Input[str]] = {}
         if settings.cache is not None:
-            cache = self._cache(name, args, in_namespace)
+            cache, cache_secret = self._cache(name, args, in_namespace)
             shared += cache
             # The chart reads the cache key at start only: a new key (a replaced Secret, new uid) rolls the pod.
-            restart_on[CACHE_SECRET_ANNOTATION] = cache[-1].metadata.uid
+            restart_on[CACHE_SECRET_ANNOTATION] = cache_secret.metadata.uid
 
         self.runner_ids, self.release_statuses = {}, {}
         for release in args.runners:
@@ -274,8 +274,10 @@ class RunnerFleet(pulumi.ComponentResource):
             )
         return policies
 
-    def _cache(self, name: str, args: RunnerFleetArgs, opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
-        """The cache bucket (unless adopted) and the Secret with its Object Storage key."""
+    def _cache(
+        self, name: str, args: RunnerFleetArgs, opts: pulumi.ResourceOptions
+    ) -> tuple[list[pulumi.Resource], k8s.core.v1.Secret]:
+        """The cache bucket (unless adopted) and the Secret with its Object Storage key; the Secret apart."""
         cache, secrets = args.settings.cache, args.secrets or {}
         assert cache is not None
         created: list[pulumi.Resource] = []
@@ -300,19 +302,17 @@ class RunnerFleet(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self),
                 )
             )
-        created.append(
-            k8s.core.v1.Secret(
-                child_name("cache", name),
-                metadata=_metadata(CACHE_SECRET_NAME, args.settings.namespace),
-                type="Opaque",
-                string_data={
-                    "accesskey": pulumi.Output.secret(secrets[CACHE_ACCESS_KEY_CONFIG]),
-                    "secretkey": pulumi.Output.secret(secrets[CACHE_SECRET_KEY_CONFIG]),
-                },
-                opts=opts,
-            )
+        secret = k8s.core.v1.Secret(
+            child_name("cache", name),
+            metadata=_metadata(CACHE_SECRET_NAME, args.settings.namespace),
+            type="Opaque",
+            string_data={
+                "accesskey": pulumi.Output.secret(secrets[CACHE_ACCESS_KEY_CONFIG]),
+                "secretkey": pulumi.Output.secret(secrets[CACHE_SECRET_KEY_CONFIG]),
+            },
+            opts=opts,
         )
-        return created
+        return [*created, secret], secret
 
 
 def _secret_token(registration: gitlab.UserRunner) -> pulumi.Output[str]:
