@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
-from infra.model import Platform, derive
+from infra.model import Platform, load_platform
 from infra.offline.stack_config import StackFileError, load_stack_config
 from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
 from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates
@@ -57,7 +56,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         print(f"error: no pipeline file {path}", file=sys.stderr)
         return 2
     try:
-        platform = derive(load_spec(load_stack_config(args.stack, path=args.config).get("platform")))
+        platform = load_platform(load_stack_config(args.stack, path=args.config).get("platform"))
     except (FileNotFoundError, StackFileError, SpecError) as err:
         for line in str(err).splitlines():
             print(f"error: {line}", file=sys.stderr)

@@ -32,7 +32,6 @@ from typing import Any
 import yaml
 
 from infra.config.errors import CONFIG_ROOT, SpecError, format_value
-from infra.cost import cost_report
 from infra.dispatch import PlannedJob, scenario, workload_jobs
 from infra.model import Platform, load_platform
 from infra.offline.stack_config import load_stack_config
@@ -317,7 +316,7 @@ def render_what_if(
             (f"{row.name}: longest wait (min)", *_compare(row.longest_wait, new.longest_wait, _min)),
             (f"{row.name}: GPU EUR", *_compare(row.eur, new.eur, format_eur)),
         ]
-    old_day, new_day = cost_report(platform), cost_report(new_platform)
+    old_day, new_day = platform.cost, new_platform.cost
     body += [
         ("plan: EUR/day", *_compare(_get(old_day, "eur_per_day"), _get(new_day, "eur_per_day"), format_eur)),
         (
