@@ -1,24 +1,46 @@
-"""Shared fixtures: a fresh event loop per test, Pulumi mocks that reset, and the dev stack's config."""
+"""Shared fixtures: a fresh event loop per test, Pulumi mocks that reset, the dev stack's config, and its runs.
+
+The Pulumi SDK and the program are imported inside the fixtures and hooks, not here: the xdist controller
+imports this file before it starts the workers, and it runs no test.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import gc
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from pulumi.runtime import mocks as runtime_mocks
-from pulumi.runtime import settings
 
-from infra.offline.harness import ProgramRun, run_program
-from infra.offline.mocks import RecordingMocks, RecordingMonitor
-from infra.offline.stack_config import PROJECT_ROOT, StackConfig, load_stack_config
+if TYPE_CHECKING:
+    from plans import PlanRun
 
-# A test that forgets the `pulumi_mocks` fixture must not inherit another test's monitor.
-settings.reset_options()
+    from infra.offline.harness import ProgramRun
+    from infra.offline.mocks import RecordingMonitor
+    from infra.offline.stack_config import StackConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Importing the SDKs and collecting the tests make some 300,000 long-lived objects. The cyclic GC would scan
+# them again in every full collection until the worker exits: it stays off until collection is done, and
+# then they are frozen out of its sight (`gc.freeze`). Objects the tests make are collected as usual. (The
+# xdist controller, which collects nothing, keeps it off: it makes few objects.)
+gc.disable()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The end of the import-heavy phase: see `gc.disable()` above."""
+    from pulumi.runtime import settings
+
+    # A test that forgets the `pulumi_mocks` fixture must not inherit what a test module set on import.
+    settings.reset_options()
+    gc.freeze()
+    gc.enable()
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +62,11 @@ def _event_loop() -> Iterator[asyncio.AbstractEventLoop]:
 @pytest.fixture
 def pulumi_mocks() -> Iterator[RecordingMonitor]:
     """Mocks for component tests; set_mocks is process-global and Pulumi has no unset, hence the reset."""
+    from pulumi.runtime import mocks as runtime_mocks
+    from pulumi.runtime import settings
+
+    from infra.offline.mocks import RecordingMocks, RecordingMonitor
+
     monitor = RecordingMonitor(RecordingMocks())
     runtime_mocks.set_mocks(monitor.mocks, project="gpu-ci", stack="test", preview=False, monitor=monitor)
     yield monitor
@@ -49,6 +76,8 @@ def pulumi_mocks() -> Iterator[RecordingMonitor]:
 @pytest.fixture(scope="session")
 def dev_stack() -> StackConfig:
     """The committed Pulumi.dev.yaml: the dev stack's config is what the whole-program tests run."""
+    from infra.offline.stack_config import load_stack_config
+
     return load_stack_config("dev")
 
 
@@ -56,11 +85,9 @@ def dev_stack() -> StackConfig:
 def dev_run(dev_stack: StackConfig) -> ProgramRun:
     """One run of the whole program on the dev stack, shared by the tests that only read what it registered
     (each test that edits the config runs its own)."""
-    loop = asyncio.new_event_loop()
-    try:
-        return run_program(dev_stack)
-    finally:
-        loop.close()
+    from infra.offline.harness import run_program
+
+    return run_program(dev_stack)
 
 
 @pytest.fixture
@@ -74,10 +101,37 @@ def stack_file(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
     """Writes a copy of Pulumi.dev.yaml (its secure values included) with another `platform`; returns its path."""
 
     def write(platform: dict[str, Any], name: str = "Pulumi.edited.yaml") -> Path:
-        document = yaml.safe_load((PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+        document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
         document["config"]["gpu-ci:platform"] = platform
         path = tmp_path / name
         path.write_text(yaml.safe_dump(document), encoding="utf-8")
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> PlanRun:
+    """`python -m infra plan --out DIR` on the dev stack, run once for the tests that read its text and files."""
+    from plans import PlanRun, run_command
+
+    artifacts = tmp_path_factory.mktemp("plan-out")
+    run = run_command("plan", "--stack", "dev", "--out", str(artifacts))
+    return PlanRun(run.code, run.out, run.err, artifacts)
+
+
+@pytest.fixture(scope="session")
+def dev_plan_json() -> tuple[int, dict[str, Any]]:
+    """`python -m infra plan --json` on the dev stack, run once: its exit code and the document it printed."""
+    from plans import run_command
+
+    run = run_command("plan", "--json")
+    return run.code, json.loads(run.out)
+
+
+@pytest.fixture(scope="session")
+def dev_plan_document(dev_stack: StackConfig, dev_run: ProgramRun) -> dict[str, Any]:
+    """The plan document of the shared dev run, as `plan --json` writes it (the base side of plan diffs)."""
+    from plans import plan_json
+
+    return plan_json(dev_stack, dev_run)

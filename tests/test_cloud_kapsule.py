@@ -9,7 +9,7 @@ import pulumi
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
 from infra.cloud.names import T
 from infra.model import load_platform
-from infra.offline.harness import run_program
+from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, RecordedResource, RecordingMonitor, is_secret
 from infra.offline.stack_config import StackConfig
 
@@ -148,9 +148,11 @@ def test_pool_labels_and_the_device_plugin_key_reach_the_pool(
     return _settled(kapsule).apply(check)
 
 
-def test_urns_are_stable_when_a_pool_is_added(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
+def test_urns_are_stable_when_a_pool_is_added(
+    dev_stack: StackConfig, dev_platform: dict[str, Any], dev_run: ProgramRun
+) -> None:
     """Names come from spec keys, never list positions: adding a pool renames nothing."""
-    before = {r.urn for r in run_program(dev_stack.with_values({"platform": dev_platform})).resources}
+    before = {r.urn for r in dev_run.resources}
     dev_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
     after = {r.urn for r in run_program(dev_stack.with_values({"platform": dev_platform})).resources}
     assert before < after

@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 import yaml
+from plans import PlanRun
 
 from infra.__main__ import main
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
 
 
-def test_plan_lists_every_resource_capacity_and_outputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["plan", "--stack", "dev", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+def test_plan_lists_every_resource_capacity_and_outputs(dev_plan: PlanRun) -> None:
+    assert dev_plan.code == 0
+    out = dev_plan.out
     for name in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster [protected]", "kapsule-system", "kapsule-k8s"):
         assert name in out
     assert "kapsule-ci-compile [protected; ignores size]" in out
@@ -26,14 +27,14 @@ def test_plan_lists_every_resource_capacity_and_outputs(capsys: pytest.CaptureFi
     assert "kubeconfig=[secret]" in out  # the provider's input, in the resource table
     assert MOCK_KUBECONFIG_PREFIX.splitlines()[0] not in out
     assert "overcommits" in out  # the warning
-    written = sorted(p.name for p in tmp_path.iterdir())
+    written = sorted(p.name for p in dev_plan.artifacts.iterdir())
     assert "capacity.txt" in written and "capacity.json" in written
-    assert json.loads((tmp_path / "capacity.json").read_text())[0]["pool"] == "ci-compile"
+    assert json.loads((dev_plan.artifacts / "capacity.json").read_text())[0]["pool"] == "ci-compile"
 
 
-def test_plan_json_is_complete_and_masks_secrets(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
+def test_plan_json_is_complete_and_masks_secrets(dev_plan_json: tuple[int, dict[str, Any]]) -> None:
+    code, document = dev_plan_json
+    assert code == 0
     assert document["stack"] == "dev"
     names = {r["name"] for r in document["resources"]}
     assert {"kapsule-cluster", "kapsule-ci-compile", "kapsule-ci-training", "kapsule-system"} <= names
@@ -66,33 +67,34 @@ def test_plan_names_a_missing_stack(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    dev_plan: PlanRun, dev_plan_json: tuple[int, dict[str, Any]]
 ) -> None:
-    assert main(["plan", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    assert dev_plan.code == 0
+    out = dev_plan.out
     assert "GPU sharing (ConfigMap kube-system/gpu-ci-device-plugin-config" in out
     assert "ci-training  ci-training                            time-slicing  4" in out
     assert "53.6 % (46.4 % cheaper)" in out
     assert "A day, new setup against old:" in out
-    config_map = yaml.safe_load((tmp_path / "device-plugin-config.yaml").read_text())
+    config_map = yaml.safe_load((dev_plan.artifacts / "device-plugin-config.yaml").read_text())
     assert config_map["kind"] == "ConfigMap" and set(config_map["data"]) >= {"ci-compile", "ci-training"}
-    patch = json.loads((tmp_path / "cluster-policy-patch.json").read_text())
+    patch = json.loads((dev_plan.artifacts / "cluster-policy-patch.json").read_text())
     assert patch["spec"]["devicePlugin"]["config"]["name"] == config_map["metadata"]["name"]
-    assert json.loads((tmp_path / "cost.json").read_text())["baseline"]["keeps_up"] is True
-    capsys.readouterr()
-    assert main(["plan", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
+    assert json.loads((dev_plan.artifacts / "cost.json").read_text())["baseline"]["keeps_up"] is True
+    document = dev_plan_json[1]
     assert "A day, new setup against old:" in document["report"]  # what MR notes post
     assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"
 
 
 def test_a_green_plan_means_a_green_preview(
-    stack_file: Callable[[dict[str, Any]], Path], dev_platform: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    stack_file: Callable[[dict[str, Any]], Path],
+    dev_platform: dict[str, Any],
+    dev_plan: PlanRun,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The plan runs the policy pack over what it would register: a mandatory violation is shown, kept in the
     JSON for the MR note, and makes `plan` exit 1 (2 stays for an unusable config)."""
-    assert main(["plan"]) == 0
-    assert "Policy pack (policy/, over these resources):\n  no violation\n" in capsys.readouterr().out
+    assert dev_plan.code == 0
+    assert "Policy pack (policy/, over these resources):\n  no violation\n" in dev_plan.out
     dev_platform["pools"]["ci-training"]["min_size"] = 1  # valid for the spec, refused by gpu-pool-scales-to-zero
     assert main(["plan", "--json", "--config", str(stack_file(dev_platform))]) == 1
     captured = capsys.readouterr()

@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
-import pytest
 import yaml
+from plans import PlanRun
 
-from infra.__main__ import main
 from infra.model import load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.ci_templates import render_ci_templates
 from infra.render.runner import render_runner_config, runner_helm_values
 
 
-def test_plan_writes_the_runner_and_ci_artifacts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["plan", "--stack", "dev", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+def test_plan_writes_the_runner_and_ci_artifacts(dev_plan: PlanRun) -> None:
+    assert dev_plan.code == 0
+    out, artifacts = dev_plan.out, dev_plan.artifacts
     platform = load_platform(load_stack_config("dev").get("platform"))
-    assert (tmp_path / "ci-templates.yml").read_text() == render_ci_templates(platform)
+    assert (artifacts / "ci-templates.yml").read_text() == render_ci_templates(platform)
     for suffix, runner in (("", platform.runners["ci-compile"]), ("-ci-training", platform.runners["ci-training"])):
-        assert (tmp_path / f"runner-config{suffix}.toml").read_text() == render_runner_config(platform, runner)
-        values = yaml.safe_load((tmp_path / f"runner-values{suffix}.yaml").read_text())
+        assert (artifacts / f"runner-config{suffix}.toml").read_text() == render_runner_config(platform, runner)
+        values = yaml.safe_load((artifacts / f"runner-values{suffix}.yaml").read_text())
         assert values == runner_helm_values(platform, runner)
-        config = tomllib.loads((tmp_path / f"runner-config{suffix}.toml").read_text())
+        config = tomllib.loads((artifacts / f"runner-config{suffix}.toml").read_text())
         assert config["runners"][0]["kubernetes"]["poll_timeout"] == runner.poll_timeout_seconds
     for line in (
         "runner-registration",

@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
+from plans import plan_json_with
 
 from infra.__main__ import main
-from infra.cli.plan import plan_document
 from infra.cost import cost_report
 from infra.model import load_platform
-from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig
 from infra.review.delta import cost_figures, render_delta
 from infra.review.note import NoteInput, marker, render_note
@@ -118,20 +117,15 @@ def test_the_note_opens_with_the_delta_before_the_resource_diff() -> None:
     assert delta[0] not in render_note(NoteInput(stack="dev", text=text))
 
 
-def _document(config: StackConfig, platform: dict[str, Any]) -> dict[str, Any]:
-    config = config.with_values({"platform": platform})
-    run = run_program(config)
-    document = plan_document(config, run.namespace["platform"], run)
-    return json.loads(json.dumps(document, sort_keys=True, default=str))  # as `plan --json` writes it
-
-
 @pytest.fixture(scope="module")
-def real_plans(dev_stack: StackConfig) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+def real_plans(
+    dev_stack: StackConfig, dev_plan_document: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The dev stack's plan and its plan with ci-training's max_size 1 -> 2, by the real program; their specs."""
     base_spec = copy.deepcopy(dev_stack.get("platform"))
     head_spec = copy.deepcopy(base_spec)
     head_spec["pools"]["ci-training"]["max_size"] = 2
-    return _document(dev_stack, base_spec), _document(dev_stack, head_spec), base_spec, head_spec
+    return dev_plan_document, plan_json_with(dev_stack, head_spec), base_spec, head_spec
 
 
 def _minutes(value: Fraction) -> str:

@@ -8,6 +8,7 @@ pull key, the cache keys and the variable's value.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -48,9 +49,10 @@ def _stack(dev_stack: StackConfig, dev_platform: dict[str, Any], *, as_secrets: 
     )
 
 
-@pytest.fixture
-def audited(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> tuple[StackConfig, ProgramRun]:
-    stack = _stack(dev_stack, dev_platform)
+@pytest.fixture(scope="module")
+def audited(dev_stack: StackConfig) -> tuple[StackConfig, ProgramRun]:
+    """One audited run, shared: the tests below only read what it registered, exported and logged."""
+    stack = _stack(dev_stack, copy.deepcopy(dev_stack.get("platform")))
     return stack, run_program(stack)
 
 
