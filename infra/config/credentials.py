@@ -18,7 +18,10 @@ _NAME_WORDS = re.compile(
 MAX_TOKENS): the same words the policy pack's ci-secret-variables-masked rule looks for."""
 
 _VALUE_SHAPES = (
-    ("a GitLab token", re.compile(r"gl(?:pat|rt|dt|ptt|ft|cbt|oas|imt|agent|soat|ffct)-[A-Za-z0-9_.-]{8,}")),
+    (
+        "a GitLab token",
+        re.compile(r"gl(?:pat|rt|dt|ptt|ft|cbt|oas|imt|agent|soat|ffct)-[A-Za-z0-9_.-]{8,}|gl[a-z]{1,6}-[\w-]{16,}"),
+    ),
     ("a Hugging Face token", re.compile(r"hf_[A-Za-z0-9]{16,}")),
     ("an API key (sk-...)", re.compile(r"sk-[A-Za-z0-9_-]{16,}")),
     ("a GitHub token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
@@ -26,7 +29,9 @@ _VALUE_SHAPES = (
     ("a Scaleway access key", re.compile(r"SCW[A-Z0-9]{17}")),
     ("an AWS access key", re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}")),
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+    ("a JSON Web Token", re.compile(r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}")),
 )
+"""Value shapes: at least every shape the policy pack's CREDENTIAL_VALUE refuses (tests/test_credentials_agree.py)."""
 
 PROVIDER_CREDENTIAL_KEYS = (
     "gitlab:token",

@@ -1,0 +1,77 @@
+"""The spec and the policy pack agree on what a credential is: the pack keeps its own patterns (it imports
+nothing from infra/), so this test holds the two together. The spec may be stricter, never laxer: a value or
+a name the pack refuses in a plain CI variable is refused by the spec first, at its key."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infra.config.credentials import credential_name, credential_value
+from policy import policies as pol
+
+# One value per alternative of the pack's CREDENTIAL_VALUE, at the pack's shortest length.
+PACK_VALUES = {
+    "GitLab personal token": "glpat-" + "a" * 16,
+    "GitLab token, any prefix the pack takes": "glx-" + "0" * 16,
+    "GitLab runner token": "glrt-" + "A_b-" * 4,
+    "GitHub token": "ghp_" + "a1" * 15,
+    "GitHub fine-grained token": "github_pat_" + "a_" * 15,
+    "Scaleway access key": "SCW" + "A1" * 8 + "B",
+    "AWS access key": "AKIA" + "ABCD1234" * 2,
+    "AWS session key": "ASIA" + "ABCD1234" * 2,
+    "Hugging Face token": "hf_" + "aB3" * 10,
+    "private key": "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "JSON Web Token": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig",
+}
+
+WORDS = (
+    "HF",
+    "TOKEN",
+    "MAX",
+    "TOKENS",
+    "API",
+    "KEY",
+    "SECRET",
+    "ACCESS",
+    "DB",
+    "PASSWORD",
+    "AUTH",
+    "AUTHOR",
+    "WANDB",
+    "SSH",
+    "PRIVATE",
+    "DEPLOY",
+    "KUBECONFIG",
+    "CLIENT",
+    "ID",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "PASS",
+)
+
+
+@pytest.mark.parametrize("value", PACK_VALUES.values(), ids=PACK_VALUES.keys())
+def test_every_value_the_pack_calls_a_credential_the_spec_does_too(value: str) -> None:
+    assert pol.CREDENTIAL_VALUE.search(value), "the sample no longer matches the pack: update it"
+    assert credential_value(value) is not None, value
+    assert credential_value(f"prefix {value} suffix") is not None  # inside a longer value, as the pack finds it
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.sampled_from(("", "_", "__")))
+def test_the_spec_and_the_pack_read_variable_names_alike(words: list[str], lead: str) -> None:
+    name = lead + "_".join(words)
+    assert credential_name(name) == bool(pol.CREDENTIAL_KEY.search(name)), name
+    lower = name.lower()
+    assert credential_name(lower) == bool(pol.CREDENTIAL_KEY.search(lower)), lower
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + string.digits + "_-. ", max_size=60))
+def test_any_text_the_pack_calls_a_credential_the_spec_does_too(text: str) -> None:
+    if pol.CREDENTIAL_VALUE.search(text):
+        assert credential_value(text) is not None, text
