@@ -139,15 +139,24 @@ PUSH_BRANCH = {"CI_PIPELINE_SOURCE": "push", "CI_COMMIT_BRANCH": "infra/h100", "
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({**MR, **SECRETS_SET}, {"lint": "on_success", "test": "on_success", "preview": "on_success"}),
-        (MR, {"lint": "on_success", "test": "on_success", "plan-diff": "on_success"}),
+        (
+            {**MR, **SECRETS_SET},
+            {"lint": "on_success", "test": "on_success", "pipeline-oracle": "on_success", "preview": "on_success"},
+        ),
+        (MR, {"lint": "on_success", "test": "on_success", "pipeline-oracle": "on_success", "plan-diff": "on_success"}),
         (
             {**PUSH_MAIN, **SECRETS_SET},
-            {"lint": "on_success", "test": "on_success", "preview": "on_success", "up": "manual"},
+            {
+                "lint": "on_success",
+                "test": "on_success",
+                "pipeline-oracle": "on_success",
+                "preview": "on_success",
+                "up": "manual",
+            },
         ),
-        (PUSH_MAIN, {"lint": "on_success", "test": "on_success"}),
+        (PUSH_MAIN, {"lint": "on_success", "test": "on_success", "pipeline-oracle": "on_success"}),
         ({**PUSH_BRANCH, **SECRETS_SET, "CI_OPEN_MERGE_REQUESTS": "platform/gpu-ci!7"}, {}),
-        ({**PUSH_BRANCH, **SECRETS_SET}, {"lint": "on_success", "test": "on_success"}),
+        ({**PUSH_BRANCH, **SECRETS_SET}, {"lint": "on_success", "test": "on_success", "pipeline-oracle": "on_success"}),
     ],
     ids=[
         "mr-with-protected-vars",

