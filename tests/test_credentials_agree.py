@@ -61,7 +61,7 @@ def test_every_value_the_pack_calls_a_credential_the_spec_does_too(value: str) -
     assert credential_value(f"prefix {value} suffix") is not None  # inside a longer value, as the pack finds it
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.sampled_from(("", "_", "__")))
 def test_the_spec_and_the_pack_read_variable_names_alike(words: list[str], lead: str) -> None:
     name = lead + "_".join(words)
@@ -70,7 +70,7 @@ def test_the_spec_and_the_pack_read_variable_names_alike(words: list[str], lead:
     assert credential_name(lower) == bool(pol.CREDENTIAL_KEY.search(lower)), lower
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.text(alphabet=string.ascii_letters + string.digits + "_-. ", max_size=60))
 def test_any_text_the_pack_calls_a_credential_the_spec_does_too(text: str) -> None:
     if pol.CREDENTIAL_VALUE.search(text):
