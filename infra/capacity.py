@@ -12,14 +12,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
+from infra.config.base import MAX_POOL_NODES
 from infra.config.errors import Problem, key_path
-from infra.quantity import format_gib
+from infra.config.runner import manager_pool, targeted_pools
+from infra.quantity import Cpu, Memory, exact_decimal, format_gib
 
 if TYPE_CHECKING:
     from infra.catalog import NodeType
     from infra.config.platform import PlatformSpec
     from infra.config.pools import PoolSpec
     from infra.config.profiles import ProfileSpec
+
+
+MANAGER_CPU_REQUEST = Cpu.parse("100m")
+MANAGER_MEMORY_REQUEST = Memory.parse("128Mi")
+"""What one runner manager pod asks of the manager pool (its Helm values set these requests)."""
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,6 @@ def fit_problems(spec: PlatformSpec) -> list[Problem]:
 
 def _quota_problems(spec: PlatformSpec) -> list[Problem]:
     """All pools at max_size together stay within MAX_POOL_NODES (each pool alone is bounded by its field)."""
-    from infra.config.base import MAX_POOL_NODES  # noqa: PLC0415 - capacity imports no spec module at load
-
     total = sum(pool.max_size for pool in spec.pools.values())
     if total <= MAX_POOL_NODES:
         return []
@@ -141,16 +146,12 @@ def _quota_problems(spec: PlatformSpec) -> list[Problem]:
 def _manager_problems(spec: PlatformSpec) -> list[Problem]:
     """The manager pool must hold every runner manager (one per GPU pool a profile targets) after the node's
     reserve: PLAY2-NANO (4 GiB) minus the default 4Gi reserve holds none. The managers' requests are the ones
-    their Helm values set (`infra.model.MANAGER_*_REQUEST`: the chart's default resources are empty)."""
-    # imported here: infra.model and infra.config.runner import this module
-    from infra.config.runner import manager_pool  # noqa: PLC0415
-    from infra.model import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST  # noqa: PLC0415
-
+    their Helm values set (`MANAGER_*_REQUEST`: the chart's default resources are empty)."""
     name = manager_pool(spec)
     node = spec.pool_node(name) if name is not None else None
     if name is None or node is None or node.is_gpu:
         return []  # reported by the runner's checks
-    managers = max(1, len({p.pool for p in spec.profiles.values() if spec.is_gpu_pool(p.pool)}))
+    managers = max(1, sum(spec.is_gpu_pool(pool) for pool in targeted_pools(spec)))
     cpu, memory = MANAGER_CPU_REQUEST.millicores * managers, MANAGER_MEMORY_REQUEST.bytes * managers
     short = [
         f"{what} {shown(max(have, 0))} < {shown(need)}"
@@ -175,7 +176,7 @@ def _manager_problems(spec: PlatformSpec) -> list[Problem]:
 
 def _idle_gpu_pool_problems(spec: PlatformSpec) -> list[Problem]:
     """A GPU pool no profile targets takes no CI job: a warning, it is probably a typo or a leftover."""
-    targeted = {profile.pool for profile in spec.profiles.values()}
+    targeted = targeted_pools(spec)
     return [
         Problem(
             key_path("pools", name),
@@ -198,7 +199,7 @@ def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: 
     need is above it); time-slicing does not isolate memory, so jobs that could not all fit may OOM each other."""
     if profile.gpu_memory_gb is None or not node.gpu_memory_gb:
         return []
-    need = Fraction(str(profile.gpu_memory_gb))
+    need = exact_decimal(profile.gpu_memory_gb)
     shown = int(need) if need.denominator == 1 else profile.gpu_memory_gb  # 16, as written, not 16.0
     path = key_path("profiles", name, "gpu_memory_gb")
     sharing, total = pool.gpu_sharing, node.gpu_memory_gb

@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from infra.dispatch import MINUTES_PER_DAY, PlannedJob, scenario, workload_jobs
+from infra.quantity import exact_decimal
 from infra.simulate import Scenario, SimJob, SimPool, SimResult, SimRunner, simulate
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def _profiles(platform: Platform, jobs: list[PlannedJob], result: SimResult) -> 
     for name, load in sorted(workload.profiles.items()):
         if name not in platform.profiles:
             continue
-        alone = Fraction(str(load.minutes_per_job))
+        alone = exact_decimal(load.minutes_per_job)
         ran = runs[name]
         loads.append(
             ProfileLoad(

@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from infra.config.base import duration_seconds
+from infra.quantity import exact_decimal
 from infra.simulate import Scenario, SimJob, SimPool, SimRunner, Upgrade
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def workload_jobs(platform: Platform) -> list[PlannedJob]:
             families = platform.profiles[name].families
             for index in range(split[name][burst]):
                 family = families[index % len(families)]
-                jobs.append(PlannedJob(f"{family}-{burst}-{index}", name, _exact(load.minutes_per_job), start))
+                jobs.append(PlannedJob(f"{family}-{burst}-{index}", name, exact_decimal(load.minutes_per_job), start))
     return jobs
 
 
@@ -163,8 +164,3 @@ def scenario(
         for index, job in enumerate(jobs, start=1)
     )
     return Scenario(pools=pools, runners=runners, jobs=sim_jobs, upgrades=tuple(upgrades))
-
-
-def _exact(value: float) -> Fraction:
-    """A config number as the exact decimal the user wrote (0.34, not the nearest binary float)."""
-    return Fraction(str(value))

@@ -27,7 +27,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from infra.capacity import ProfileFit, fit_problems, profile_fit
+from infra.capacity import ProfileFit, fit_problems, gpu_memory_per_replica_gb, profile_fit
 from infra.catalog import NodeType
 from infra.config.errors import Problem, SpecError, format_value, key_path
 from infra.config.platform import PlatformSpec, load_spec
@@ -41,7 +41,6 @@ from infra.config.pools import (
 )
 from infra.config.profiles import ProfileSpec
 from infra.config.runner import default_pool, manager_pool
-from infra.quantity import Cpu, Memory
 from infra.routing import JOB_RESOURCES, POOL_VARIABLE, Quantity, go_quote_meta, magnitude, pool_selector
 
 if TYPE_CHECKING:
@@ -54,9 +53,6 @@ RELEASE_NAME = "gitlab-runner"
 MAX_RELEASE_NAME = 53
 """Helm refuses longer release names."""
 REGISTRY_HOST = "rg.{region}.scw.cloud"
-MANAGER_CPU_REQUEST = Cpu.parse("100m")
-MANAGER_MEMORY_REQUEST = Memory.parse("128Mi")
-"""What one runner manager pod asks of the manager pool (its Helm values set these requests)."""
 
 
 @dataclass(frozen=True)
@@ -127,13 +123,9 @@ class Pool:
         return self.jobs_per_node * self.spec.max_size
 
     @property
-    def jobs_per_gpu(self) -> int:
-        return self.sharing.replicas_per_gpu if self.is_gpu else 0
-
-    @property
     def gpu_memory_per_job_gb(self) -> Fraction:
         """One job's share of its GPU's memory: enforced under MPS, nominal under time-slicing."""
-        return Fraction(self.node.gpu_memory_gb) / max(1, self.jobs_per_gpu)
+        return gpu_memory_per_replica_gb(self.spec, self.node)
 
     @property
     def device_plugin_key(self) -> str | None:
@@ -192,8 +184,6 @@ class Runner:
     """How long a job's pod may wait for a node: the pool's cold start plus the spec's margin."""
     job_timeout_seconds: int
     profiles: tuple[str, ...]
-    defaults: Mapping[str, Quantity]
-    """Requests and limits of a job that sets none: the largest of its profiles', by field."""
     maxima: Mapping[str, Quantity]
     """The runner's `*_overwrite_max_allowed`: the largest any of its profiles asks for, by field."""
     description: str
@@ -206,6 +196,11 @@ class Runner:
     @property
     def name(self) -> str:
         return self.pool
+
+    @property
+    def defaults(self) -> Mapping[str, Quantity]:
+        """Requests and limits of a job that sets none: the largest of its profiles', by field (its maxima)."""
+        return self.maxima
 
     @property
     def node_selector(self) -> dict[str, str]:
@@ -248,7 +243,7 @@ class Platform:
     def cost(self) -> CostReport | None:
         """The simulated day of the spec's workload (None without one), computed on first use, then kept:
         the stack outputs, the report and the artifacts all read this one run."""
-        from infra.cost import cost_report  # noqa: PLC0415 - the cost model imports this module
+        from infra.cost import cost_report  # noqa: PLC0415 - commands that cost no day do not load the simulation
 
         return cost_report(self)
 
@@ -258,7 +253,7 @@ class Platform:
 
     @property
     def gpu_pools(self) -> list[str]:
-        return [name for name, pool in self.pools.items() if pool.is_gpu]
+        return self.spec.gpu_pools()
 
     @property
     def registry_endpoint(self) -> str:
@@ -426,7 +421,6 @@ def _runner(spec: PlatformSpec, pool: Pool, default: str) -> Runner:
         poll_timeout_seconds=60 * (pool.cold_start_minutes + spec.runner.poll_timeout_margin_minutes),
         job_timeout_seconds=spec.runner.job_timeout_seconds,
         profiles=pool.profiles,
-        defaults=sizes,
         maxima=sizes,
         description=f"{spec.runner.description} - pool {pool.name}",
         release_name=release,

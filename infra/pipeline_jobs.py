@@ -7,13 +7,13 @@ order within a stage), running as long as the profile's `workload.profiles.<name
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 
 from infra.dispatch import PlannedJob
 from infra.model import Platform
 from infra.pipeline.resolve import resolve_file
 from infra.pipeline.rules import platform_templates
+from infra.quantity import exact_decimal
 
 
 def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:
@@ -25,7 +25,7 @@ def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:
     by_template = {profile.template: name for name, profile in platform.profiles.items()}
     workload = platform.spec.workload
     minutes = {
-        name: Fraction(str(load.minutes_per_job)) for name, load in (workload.profiles.items() if workload else ())
+        name: exact_decimal(load.minutes_per_job) for name, load in (workload.profiles.items() if workload else ())
     }
     jobs = []
     for name, job in pipeline.jobs.items():

@@ -137,3 +137,8 @@ def format_gib(amount: Fraction | int | float) -> str:
     """Human-readable GiB for reports: whole numbers without decimals."""
     value = float(amount)
     return f"{value:.0f} GiB" if value == int(value) else f"{value:.1f} GiB"
+
+
+def exact_decimal(value: float | Fraction) -> Fraction:
+    """A config number as the exact decimal the user wrote (0.34, not the nearest binary float)."""
+    return Fraction(str(value)) if isinstance(value, float) else Fraction(value)

@@ -84,6 +84,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
+from infra.quantity import exact_decimal
+
 MS_PER_MINUTE = 60_000
 MAX_JOBS = 10_000
 MAX_POOLS = 50
@@ -216,11 +218,6 @@ class JobResult:
     cause: str | None
     """What the model saw: refused (pool not served), poll_timeout, job_timeout, stuck, outdated."""
 
-    @property
-    def wait(self) -> Fraction | None:
-        """From becoming pending to running (None: never ran)."""
-        return None if self.started is None else self.started - self.created
-
 
 @dataclass(frozen=True)
 class PoolResult:
@@ -315,18 +312,13 @@ class SimResult:
 # --- input checks ----------------------------------------------------------------------------------------------
 
 
-def _decimal(value: float | Fraction) -> Fraction:
-    """A number as the decimal the user wrote (0.34, not the nearest binary float)."""
-    return Fraction(str(value)) if isinstance(value, float) else Fraction(value)
-
-
 def _ms(where: str, value: float | Fraction, *, positive: bool = False) -> int:
     """Minutes to whole milliseconds, refusing what the model cannot mean (one line naming the field)."""
     if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
         raise ValueError(f"{where} must be a number of minutes, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} must be a finite number of minutes, got {value!r}")
-    minutes = _decimal(value)
+    minutes = exact_decimal(value)
     if minutes < 0 or (positive and minutes == 0) or minutes > MAX_MINUTES:
         low = "> 0" if positive else ">= 0"
         raise ValueError(f"{where} must be {low} and <= {MAX_MINUTES} minutes, got {value!r}")
@@ -908,7 +900,7 @@ def _replicas(pool: SimPool) -> int:
 
 
 def _utilization(job: SimJob) -> Fraction | None:
-    return None if job.gpu_utilization is None else _decimal(job.gpu_utilization)
+    return None if job.gpu_utilization is None else exact_decimal(job.gpu_utilization)
 
 
 def _minutes(ms: int) -> Fraction:
@@ -941,7 +933,7 @@ def bound_makespan(scenario: Scenario) -> Fraction:
     _check(scenario)
     if not scenario.jobs:
         return Fraction(0)
-    first = min(_decimal(j.created_minute) for j in scenario.jobs)
+    first = min(exact_decimal(j.created_minute) for j in scenario.jobs)
     bound = Fraction(0)
     for pool in scenario.pools:
         jobs = [j for j in scenario.jobs if j.pool == pool.name]
@@ -952,7 +944,7 @@ def bound_makespan(scenario: Scenario) -> Fraction:
 
         def wave(sharers: int, jobs: list[SimJob] = jobs, pool: SimPool = pool) -> Fraction:
             return max(
-                _decimal(j.minutes) * slowdown(_utilization(j), sharers, mps=pool.mps, replicas=_replicas(pool))
+                exact_decimal(j.minutes) * slowdown(_utilization(j), sharers, mps=pool.mps, replicas=_replicas(pool))
                 for j in jobs
             )
 
@@ -960,7 +952,7 @@ def bound_makespan(scenario: Scenario) -> Fraction:
         length = full_waves * wave(_full_gpu(pool))
         if rest:
             length += wave(-(-rest // (pool.max_nodes * pool.gpus_per_node)))
-        cold = Fraction(0) if pool.warm_nodes else _decimal(pool.cold_start_minutes)
-        start = min(_decimal(j.created_minute) for j in jobs) - first
+        cold = Fraction(0) if pool.warm_nodes else exact_decimal(pool.cold_start_minutes)
+        start = min(exact_decimal(j.created_minute) for j in jobs) - first
         bound = max(bound, start + cold + length)
     return bound

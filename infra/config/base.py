@@ -82,6 +82,11 @@ def is_dns_label(value: str, max_length: int = 63) -> bool:
     return len(value) <= max_length and DNS_LABEL.fullmatch(value) is not None
 
 
+def is_ci_variable_name(value: str) -> bool:
+    """A GitLab CI/CD variable name: letters, digits and '_', not starting with a digit, at most 255."""
+    return len(value) <= MAX_CI_VARIABLE_NAME and CI_VARIABLE.fullmatch(value) is not None
+
+
 def pattern(regex: str, hint: str, max_length: int = 255) -> AfterValidator:
     """A validator matching the whole string (fullmatch) and at most `max_length` characters."""
     compiled = re.compile(regex)

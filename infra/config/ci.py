@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from infra.config.base import CI_VARIABLE, MAX_STRING, MAX_VARIABLES, CiVariableName, SpecModel
-from infra.config.credentials import credential_name, credential_problem, credential_value
+from infra.config.base import MAX_STRING, MAX_VARIABLES, CiVariableName, SpecModel, is_ci_variable_name
+from infra.config.credentials import credential_kind, credential_problem
 from infra.config.errors import Problem, Redacted, key_path
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def ci_problems(spec: PlatformSpec) -> list[Problem]:
     for name, variable in sorted(spec.ci.variables.items()):
         reason = None
         shown: object = variable.value if variable.value is not None else {"secret": variable.secret}
-        if len(name) > 255 or not CI_VARIABLE.fullmatch(name):
+        if not is_ci_variable_name(name):
             reason = "not a valid CI variable name (letters, digits, '_')"
         elif name in derived:
             reason = f"{name} is derived by gpu-ci; do not set it here"
@@ -174,7 +174,7 @@ def ci_problems(spec: PlatformSpec) -> list[Problem]:
             problems.append(Problem(key_path("ci", "variables", name), shown, reason))
     for profile_name, profile in sorted(spec.profiles.items()):
         for name, value in sorted(profile.variables.items()):
-            what = credential_value(value) or ("a credential by its name" if credential_name(name) else None)
+            what = credential_kind(name, value)
             if what:
                 problems.append(
                     Problem(

@@ -59,11 +59,14 @@ def credential_value(value: str) -> str | None:
     return None
 
 
+def credential_kind(name: str, value: str) -> str | None:
+    """What credential the variable `name: value` looks like, by its value first, then by its name; or None."""
+    return credential_value(value) or ("a credential by its name" if credential_name(name) else None)
+
+
 def credential_problem(name: str, value: str) -> str | None:
     """Why a plain (non-secret) variable `name: value` must be a secret instead, or None."""
-    what = credential_value(value)
-    if what is None and credential_name(name):
-        what = "a credential by its name"
+    what = credential_kind(name, value)
     if what is None:
         return None
     key = name.lower()

@@ -15,11 +15,11 @@ from pydantic import Field, ValidationError
 
 from infra.catalog import BUILTIN_CATALOG, Catalog, NodeType
 from infra.config.base import (
-    DNS_LABEL,
     MAX_NODE_TYPES,
     MAX_POOLS,
     MAX_PROFILES,
     SpecModel,
+    is_dns_label,
     label_key_problem,
     label_value_problem,
 )
@@ -170,7 +170,7 @@ def _cluster_problems(spec: PlatformSpec) -> list[Problem]:
                 "auto_upgrade needs a minor version (e.g. 1.35): patches are applied by Scaleway",
             )
         )
-    if not DNS_LABEL.match(cluster.name):
+    if not is_dns_label(cluster.name):
         problems.append(Problem(key_path("cluster", "name"), cluster.name, "must be lower case a-z, 0-9 and '-'"))
     return problems
 
@@ -178,7 +178,7 @@ def _cluster_problems(spec: PlatformSpec) -> list[Problem]:
 def _pool_problems(spec: PlatformSpec, name: str) -> list[Problem]:
     pool, path = spec.pools[name], ("pools", name)
     problems = []
-    if not DNS_LABEL.match(name) or len(name) > 63:
+    if not is_dns_label(name):
         return [
             Problem(
                 key_path(*path),
@@ -259,7 +259,7 @@ def _always_on_problems(spec: PlatformSpec) -> list[Problem]:
 
 def _profile_problems(spec: PlatformSpec, name: str) -> list[Problem]:
     profile, path = spec.profiles[name], ("profiles", name)
-    if not DNS_LABEL.match(name) or len(name) > 63:
+    if not is_dns_label(name):
         return [Problem(key_path(*path), name, "profile name must be 1-63 of a-z, 0-9 and '-'")]
     if profile.pool not in spec.pools:
         return [

@@ -7,13 +7,13 @@ import re
 from pydantic import Field, field_validator
 
 from infra.config.base import (
-    CI_VARIABLE,
     MAX_LIST,
     MAX_VARIABLES,
     CpuQuantity,
     MemoryQuantity,
     SpecModel,
     StrictFloat,
+    is_ci_variable_name,
 )
 
 MAX_JOB_NAME = 255
@@ -68,7 +68,7 @@ class ProfileSpec(SpecModel):
     @classmethod
     def _variables(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if len(name) > 255 or not CI_VARIABLE.fullmatch(name):
+            if not is_ci_variable_name(name):
                 raise ValueError(f"variable name {name[:64]!r} is not a valid CI variable name")
             if name.startswith("KUBERNETES_"):
                 raise ValueError(f"{name} is derived from the profile's requests and pool; do not set it here")

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 import yaml
 
+from infra.capacity import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST
 from infra.config.pools import POOL_NAME_LABEL
-from infra.model import GPU_TAINT, MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST
+from infra.model import GPU_TAINT
 from infra.render.yaml_text import dump_yaml
 from infra.routing import JOB_RESOURCES
 
