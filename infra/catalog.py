@@ -44,6 +44,11 @@ class NodeType:
         return self.gpus > 0
 
     @property
+    def gpu_summary(self) -> str | None:
+        """Its GPUs as the report and the reference show them ("1x L4 24 GB"); None without a GPU."""
+        return f"{self.gpus}x {self.gpu_model} {self.gpu_memory_gb} GB" if self.is_gpu else None
+
+    @property
     def allocatable_millicores(self) -> int:
         return self.vcpus * 1000 - self.reserve_cpu.millicores
 

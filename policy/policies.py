@@ -260,7 +260,7 @@ def kapsule_cluster_protected(args: ResourceValidationArgs, report_violation: Re
     if not args.opts.protect:
         report_violation(
             f"Kapsule cluster '{_name(args)}': protect={args.opts.protect}: the cluster must be protected so that "
-            "no `pulumi up` or `destroy` deletes it (gpu-ci: platform.cluster.protect: true)",
+            "no `pulumi up` or `destroy` deletes it (gpu-ci protects it always: see docs/security.md)",
             None,
         )
 
@@ -269,11 +269,25 @@ def kapsule_cluster_protected(args: ResourceValidationArgs, report_violation: Re
 # The GitLab runner (its Helm release and the config.toml in `values.runners.config`)
 
 
-def _runner_release(args: ResourceValidationArgs) -> bool:
-    if args.resource_type != HELM_RELEASE_TYPE:
-        return False
-    chart = args.props.get("chart")
+def _is_runner_chart(chart: Any) -> bool:
     return isinstance(chart, str) and chart.rstrip("/").rsplit("/", 1)[-1] == RUNNER_CHART
+
+
+def _runner_release(args: ResourceValidationArgs) -> bool:
+    return args.resource_type == HELM_RELEASE_TYPE and _is_runner_chart(args.props.get("chart"))
+
+
+def _kubernetes_settings(
+    args: ResourceValidationArgs, report_violation: ReportViolation = lambda *_: None
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(label, `[runners.kubernetes]` settings) of each Kubernetes-executor entry of a runner release's
+    config.toml ({} when the entry has none); unreadable TOML goes to `report_violation`."""
+    if not _runner_release(args):
+        return
+    for where, entry in _runner_entries(args, report_violation):
+        kubernetes = entry.get("kubernetes")
+        if entry.get("executor") == "kubernetes" or isinstance(kubernetes, Mapping):
+            yield where, kubernetes if isinstance(kubernetes, Mapping) else {}
 
 
 def _runner_entries(args: ResourceValidationArgs, report_violation: ReportViolation) -> list[tuple[str, Any]]:
@@ -315,11 +329,7 @@ def runner_poll_timeout_covers_cold_start(args: ResourceValidationArgs, report_v
             None,
         )
         return
-    for where, entry in _runner_entries(args, report_violation):
-        kubernetes = entry.get("kubernetes")
-        if entry.get("executor") != "kubernetes" and not isinstance(kubernetes, Mapping):
-            continue
-        settings = kubernetes if isinstance(kubernetes, Mapping) else {}
+    for where, settings in _kubernetes_settings(args, report_violation):
         timeout = settings.get("poll_timeout", DEFAULT_POLL_TIMEOUT_SECONDS)
         if not isinstance(timeout, int | float) or timeout < minimum:
             report_violation(
@@ -413,10 +423,7 @@ def runner_job_pods_unprivileged(args: ResourceValidationArgs, report_violation:
     if not _runner_release(args):
         return
     allowed = frozenset(str(c).upper().removeprefix("CAP_") for c in _seq(_config(args, "allowed_capabilities", [])))
-    for where, entry in _runner_entries(args, lambda *_: None):  # unreadable TOML is the poll-timeout rule's
-        kubernetes = entry.get("kubernetes")
-        if not isinstance(kubernetes, Mapping):
-            continue
+    for where, kubernetes in _kubernetes_settings(args):  # unreadable TOML is the poll-timeout rule's
         for key, value in _privileged_settings(kubernetes, allowed):
             report_violation(
                 f"{where}: kubernetes.{key}={_show(value)}: job pods must not be privileged or escalate "
@@ -431,12 +438,7 @@ def runner_no_identity_overrides(args: ResourceValidationArgs, report_violation:
     Why: with them a job's variables pick another service account (and its RBAC), present another bearer
     token to the Kubernetes API, or run its pod in another namespace, outside the runner's isolation.
     """
-    if not _runner_release(args):
-        return
-    for where, entry in _runner_entries(args, lambda *_: None):
-        kubernetes = entry.get("kubernetes")
-        if not isinstance(kubernetes, Mapping):
-            continue
+    for where, kubernetes in _kubernetes_settings(args):
         for key in IDENTITY_OVERRIDES:
             value = kubernetes.get(key)
             if value not in (None, False, ""):
@@ -456,13 +458,7 @@ def runner_job_isolation(args: ResourceValidationArgs, report_violation: ReportV
     one); without `cap_drop = ["ALL"]` the container keeps the runtime's default capabilities (NET_RAW,
     ...); the explicit `false`s keep a change of the runner's defaults from widening the pod.
     """
-    if not _runner_release(args):
-        return
-    for where, entry in _runner_entries(args, lambda *_: None):
-        kubernetes = entry.get("kubernetes")
-        if entry.get("executor") != "kubernetes" and not isinstance(kubernetes, Mapping):
-            continue
-        settings = kubernetes if isinstance(kubernetes, Mapping) else {}
+    for where, settings in _kubernetes_settings(args):
         for key in ("allowed_images", "allowed_services"):
             value = settings.get(key)
             wide = [v for v in _seq(value) if str(v).strip() in MATCH_ALL_IMAGES]
@@ -823,10 +819,8 @@ def runner_namespace_default_deny(args: StackValidationArgs, report_violation: R
             if isinstance(name, str):
                 wanted[name] = resource.urn
         elif resource.resource_type == HELM_RELEASE_TYPE:
-            chart = _known(resource.props, "chart")
             namespace = _known(resource.props, "namespace")
-            is_runner = isinstance(chart, str) and chart.rstrip("/").rsplit("/", 1)[-1] == RUNNER_CHART
-            if is_runner and isinstance(namespace, str) and namespace:
+            if _is_runner_chart(_known(resource.props, "chart")) and isinstance(namespace, str) and namespace:
                 wanted.setdefault(namespace, resource.urn)
     denied = {
         _known(r.props, "metadata", "namespace")

@@ -210,7 +210,7 @@ def test_a_protected_cluster_passes_and_an_unprotected_one_fails() -> None:
     assert violations(pol.kapsule_cluster_protected, resource_args(CLUSTER, props, opts=options(protect=True))) == []
     assert violations(pol.kapsule_cluster_protected, resource_args(CLUSTER, props)) == [
         "Kapsule cluster 'gpu-ci': protect=False: the cluster must be protected so that no `pulumi up` or "
-        "`destroy` deletes it (gpu-ci: platform.cluster.protect: true)"
+        "`destroy` deletes it (gpu-ci protects it always: see docs/security.md)"
     ]
 
 

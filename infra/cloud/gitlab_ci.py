@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
 import pulumi_gitlab as gitlab
@@ -22,6 +23,17 @@ from infra.config.ci import CiSpec, CiVariableSpec
 from infra.config.gitlab import GitlabSpec
 
 COMMIT_AUTHOR = "gpu-ci (Pulumi)"
+
+
+class _VariableArgs(TypedDict):
+    key: str
+    value: pulumi.Input[str]
+    masked: bool
+    protected: bool
+    raw: bool
+    description: str | None
+    environment_scope: str
+    opts: pulumi.ResourceOptions
 
 
 @dataclass(frozen=True)
@@ -91,29 +103,17 @@ class GitlabCi(pulumi.ComponentResource):
         self, name: str, args: GitlabCiArgs, key: str, variable: CiVariableSpec, value: pulumi.Input[str]
     ) -> pulumi.CustomResource:
         resource_name = child_name(f"var-{key}", name)
-        opts = pulumi.ResourceOptions(parent=self)
+        common: _VariableArgs = {
+            "key": key,
+            "value": value,
+            "masked": variable.effective_masked,
+            "protected": variable.effective_protected,
+            "raw": variable.raw,
+            "description": variable.description,
+            "environment_scope": variable.environment_scope,
+            "opts": pulumi.ResourceOptions(parent=self),
+        }
         if args.ci.variables_scope == "group":
-            return gitlab.GroupVariable(
-                resource_name,
-                group=args.gitlab.group or "",  # a group scope needs the group (gitlab_problems)
-                key=key,
-                value=value,
-                masked=variable.effective_masked,
-                protected=variable.effective_protected,
-                raw=variable.raw,
-                description=variable.description,
-                environment_scope=variable.environment_scope,
-                opts=opts,
-            )
-        return gitlab.ProjectVariable(
-            resource_name,
-            project=args.gitlab.project,
-            key=key,
-            value=value,
-            masked=variable.effective_masked,
-            protected=variable.effective_protected,
-            raw=variable.raw,
-            description=variable.description,
-            environment_scope=variable.environment_scope,
-            opts=opts,
-        )
+            # a group scope needs the group (gitlab_problems)
+            return gitlab.GroupVariable(resource_name, group=args.gitlab.group or "", **common)
+        return gitlab.ProjectVariable(resource_name, project=args.gitlab.project, **common)

@@ -24,8 +24,6 @@ from pulumiverse_scaleway import registry as scw_registry
 from infra.cloud.names import REGISTRY_TOKEN, child_name
 from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG, RegistrySpec
 
-PULL_PERMISSION_SETS = ["ContainerRegistryReadOnly"]
-"""What the bootstrap step grants the pull key's IAM application (docs/security.md), nothing more."""
 REGISTRY_USERNAME = "nologin"
 """Scaleway's registry takes any user name with an API secret key as the password; `nologin` is its documented one."""
 

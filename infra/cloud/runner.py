@@ -60,10 +60,10 @@ POD_SECURITY = {
 }
 """Pod Security Admission on the runner namespace: `baseline` is enforced (job pods run training images as
 root, which `restricted` forbids); `restricted` is reported, so a job that could be tightened shows up."""
-PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16")
+METADATA_RANGE = "169.254.0.0/16"
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", METADATA_RANGE)
 """What job pods may not reach: RFC 1918, carrier-grade NAT (Kapsule's pod range), link-local (the instance
 metadata service at 169.254.42.42)."""
-METADATA_RANGE = "169.254.0.0/16"
 KUBE_DNS = {"namespace": "kube-system", "k8s-app": "kube-dns"}
 
 

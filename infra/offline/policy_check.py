@@ -75,11 +75,9 @@ def engine_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
     return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(struct)))
 
 
-def analyzed(
-    resource: RecordedResource, config: Mapping[str, Any] | None, props: Mapping[str, Any] | None = None
-) -> ResourceValidationArgs:
-    """A recorded registration as the analyzer would present it (`props`: its engine_props, if already made)."""
-    opts = PolicyResourceOptions(
+def _options(resource: RecordedResource) -> PolicyResourceOptions:
+    """A recorded registration's options as the analyzer presents them."""
+    return PolicyResourceOptions(
         protect=resource.options["protect"],
         ignore_changes=resource.options["ignore_changes"],
         delete_before_replace=resource.options["delete_before_replace"],
@@ -88,8 +86,13 @@ def analyzed(
         additional_secret_outputs=resource.options["additional_secret_outputs"],
         parent=resource.parent or None,
     )
-    props = engine_props(resource.inputs) if props is None else props
-    return ResourceValidationArgs(resource.type, props, resource.urn, resource.name, opts, None, config)
+
+
+def analyzed(resource: RecordedResource, config: Mapping[str, Any] | None) -> ResourceValidationArgs:
+    """A recorded registration as the analyzer would present it."""
+    return ResourceValidationArgs(
+        resource.type, engine_props(resource.inputs), resource.urn, resource.name, _options(resource), None, config
+    )
 
 
 def policy_report(
@@ -106,9 +109,11 @@ def policy_report(
 
     managed = sorted((r for r in run.resources if not r.options["read"]), key=lambda r: r.urn)  # a stable order
     for resource in managed:
-        props = engine_props(resource.inputs)  # read-only for the rules: made once per resource
+        props, opts = engine_props(resource.inputs), _options(resource)  # read-only for the rules: made once
         for policy in pack.RESOURCE_POLICIES:
-            args = analyzed(resource, config.get(policy.name), props)
+            args = ResourceValidationArgs(
+                resource.type, props, resource.urn, resource.name, opts, None, config.get(policy.name)
+            )
             try:
                 policy.validate(
                     args,
@@ -120,8 +125,7 @@ def policy_report(
                 continue
     by_urn = {r.urn: r.name for r in managed}
     stack = [
-        PolicyResource(r.type, engine_props(r.outputs), r.urn, r.name, analyzed(r, None).opts, None, None, [], {})
-        for r in managed
+        PolicyResource(r.type, engine_props(r.outputs), r.urn, r.name, _options(r), None, None, [], {}) for r in managed
     ]
     for policy in pack.STACK_POLICIES:
         stack_args = StackValidationArgs(stack, config.get(policy.name))

@@ -18,16 +18,6 @@ from infra.model import Platform, load_platform
 from infra.offline.stack_config import StackFileError, list_stacks, load_stack_config
 
 
-def runner_tag_sets(platform: Platform) -> list[frozenset[str]]:
-    """The tags of each runner the stack registers (one per GPU pool a profile targets)."""
-    return [frozenset(runner.tags) for runner in platform.runners.values()]
-
-
-def template_tag_sets(platform: Platform) -> list[frozenset[str]]:
-    """The tags each CI template of the stack carries."""
-    return [frozenset(profile.tags) for profile in platform.profiles.values()]
-
-
 def _variables(spec: PlatformSpec) -> set[tuple[str, str]]:
     """(key, environment scope) of every CI/CD variable the stack manages."""
     return {(spec.ci.registry_variable, "*")} | {(k, v.environment_scope) for k, v in spec.ci.variables.items()}
@@ -80,11 +70,10 @@ def collisions(platform: Platform, other_platform: Platform, other_stack: str) -
     if spec.region == other.region and spec.cluster.name == other.cluster.name:
         problems.append(Problem(key_path("cluster", "name"), spec.cluster.name, f"{also} in {spec.region}"))
     crossed = any(
-        template <= runner
+        second.runners_taking(profile.tags)
         for first, second in ((platform, other_platform), (other_platform, platform))
         if _reaches(second.spec, first.spec.gitlab.project)
-        for template in template_tag_sets(first)
-        for runner in runner_tag_sets(second)
+        for profile in first.profiles.values()
     )
     if crossed:
         problems.append(

@@ -307,7 +307,7 @@ def _catalog_table() -> str:
     ]
     for name in BUILTIN_CATALOG.names():
         node = BUILTIN_CATALOG[name]
-        gpu = f"{node.gpus}x {node.gpu_model} {node.gpu_memory_gb} GB" if node.is_gpu else "none"
+        gpu = node.gpu_summary or "none"
         zones = ", ".join(sorted(node.zones)) if node.zones is not None else "any"
         price = f"{float(node.eur_per_hour):.6f}".rstrip("0").rstrip(".")
         rows.append(f"| `{name}` | {node.vcpus} | {node.memory_gib} | {gpu} | {price} | {zones} |")

@@ -39,8 +39,7 @@ def capacity_rows(platform: Platform) -> list[dict[str, object]]:
 
 
 def _gpu(pool: Pool) -> str:
-    node = pool.node
-    return f"{node.gpus}x {node.gpu_model} {node.gpu_memory_gb} GB" if node.is_gpu else "-"
+    return pool.node.gpu_summary or "-"
 
 
 def render_report(platform: Platform) -> str:

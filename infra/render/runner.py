@@ -44,10 +44,11 @@ REGISTRY_PULL_SECRET_NAME = "registry-pull"
 CACHE_SECRET_NAME = "runner-cache-s3"
 """Secret with `accesskey` and `secretkey`: the chart exports them as CACHE_S3_ACCESS_KEY / _SECRET_KEY."""
 RUNNER_ID_ANNOTATION = "gpu-ci/runner-id"
+"""Manager pod annotation the runner component sets to the GitLab runner id: a new runner (new token) rolls it."""
 CACHE_SECRET_ANNOTATION = "gpu-ci/cache-secret-uid"
 """Manager pod annotation set to the cache Secret's uid: a new cache key (a replaced Secret) rolls the pod."""
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-"""Manager pod annotation the runner component sets to the GitLab runner id: a new runner (new token) rolls it."""
+"""Set to "false" on manager and job pods: the autoscaler does not evict them to scale a node down."""
 
 FEATURE_FLAGS = {
     "FF_USE_ADVANCED_POD_SPEC_CONFIGURATION": True,
