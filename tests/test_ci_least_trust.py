@@ -18,8 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
+from infra.pipeline.resolve import resolve_file
+
 ROOT = Path(__file__).resolve().parents[1]
 CI = yaml.safe_load((ROOT / ".gitlab-ci.yml").read_text(encoding="utf-8"))
+JOBS = resolve_file(ROOT / ".gitlab-ci.yml").jobs
 WRITE_KEYS = ("SCW_WRITE_ACCESS_KEY", "SCW_WRITE_SECRET_KEY", "STATE_WRITE_ACCESS_KEY", "STATE_WRITE_SECRET_KEY")
 PROTECTED = (
     *WRITE_KEYS,
@@ -33,20 +36,8 @@ PROTECTED = (
 
 
 def _job(name: str) -> dict[str, Any]:
-    """A job with its `extends` chain merged (GitLab's deep merge of hashes; arrays are replaced)."""
-    job = dict(CI[name])
-    parents = job.pop("extends", [])
-    merged: dict[str, Any] = {}
-    for parent in [parents] if isinstance(parents, str) else parents:
-        merged = _merge(merged, _job(parent))
-    return _merge(merged, job)
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in override.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+    """A job as GitLab hands it to a runner: extends merged, `default:` applied (check-ci's resolver)."""
+    return JOBS[name].keys
 
 
 def _text(job: dict[str, Any]) -> str:
