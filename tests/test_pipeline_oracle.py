@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from repos import git
 
 from infra.config.platform import load_spec
 from infra.model import derive
@@ -75,9 +76,9 @@ def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "fixture"]):
-        subprocess.run([*git, *args], cwd=tmp_path, check=True, capture_output=True)
+    git(tmp_path, "init", "--quiet")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "--quiet", "-m", "fixture")
     return tmp_path
 
 
