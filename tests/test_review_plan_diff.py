@@ -128,11 +128,10 @@ def test_documents_that_are_not_plans_are_refused() -> None:
 def test_the_real_program_adding_a_pool_and_raising_a_maximum(
     dev_stack: StackConfig, dev_platform: dict[str, Any], dev_plan_document: dict[str, Any]
 ) -> None:
-    head_platform = copy.deepcopy(dev_platform)
-    head_platform["pools"]["ci-training"]["max_size"] = 2
-    head_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
+    dev_platform["pools"]["ci-training"]["max_size"] = 2
+    dev_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
     base = dev_plan_document
-    diff = diff_plans(base, plan_json_with(dev_stack, head_platform))
+    diff = diff_plans(base, plan_json_with(dev_stack, dev_platform))
     pools = [(r.op, r.name) for r in diff.resources if r.type == POOL]
     assert pools == [("create", "kapsule-ci-h100"), ("update", "kapsule-ci-training")]
     assert "delete" not in diff.counts()
@@ -251,8 +250,7 @@ def test_a_replacement_is_printed_like_preview_and_counted_by_the_note() -> None
 def test_the_real_program_changing_a_pools_node_type_replaces_it(
     dev_stack: StackConfig, dev_platform: dict[str, Any], dev_plan_document: dict[str, Any]
 ) -> None:
-    head_platform = copy.deepcopy(dev_platform)
-    head_platform["pools"]["ci-training"]["node_type"] = "H100-1-80G"
-    diff = diff_plans(dev_plan_document, plan_json_with(dev_stack, head_platform))
+    dev_platform["pools"]["ci-training"]["node_type"] = "H100-1-80G"
+    diff = diff_plans(dev_plan_document, plan_json_with(dev_stack, dev_platform))
     pool = next(r for r in diff.resources if r.name == "kapsule-ci-training")
     assert (pool.op, pool.replace_reasons, pool.protected) == ("replace", ("nodeType",), True)
