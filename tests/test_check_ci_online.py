@@ -16,8 +16,7 @@ import yaml
 from fake_gitlab import FakeGitLab, Token, running
 
 from infra.__main__ import main
-from infra.config.platform import load_spec
-from infra.model import derive
+from infra.model import load_platform
 from infra.render.ci_templates import render_ci_templates
 
 SAMPLE = Path(__file__).parent / "fixtures" / "training-repo"
@@ -36,7 +35,7 @@ def gitlab(dev_platform: dict[str, Any]) -> Iterator[FakeGitLab]:
         },
         projects={"ml-team/training": 7, "7": 7, "ml-team/ci-snippets": 9},
         repository_files={
-            (7, ".gitlab/ci/gpu-ci-templates.yml"): render_ci_templates(derive(load_spec(dev_platform))),
+            (7, ".gitlab/ci/gpu-ci-templates.yml"): render_ci_templates(load_platform(dev_platform)),
             (7, "ci/supervised.yml"): (SAMPLE / "ci" / "supervised.yml").read_text(),
             (9, "lint.yml"): SNIPPET + "\n",
         },

@@ -3,9 +3,7 @@ give exit 0, 1 or 2 (the CLI's `main()` in-process, hypothesis)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
 import shutil
 from pathlib import Path
 from typing import Any
@@ -14,8 +12,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from plans import run_command
 
-from infra.__main__ import main
 from infra.cli import check_ci
 from infra.offline.stack_config import StackConfig
 from infra.pipeline.resolve import Reference, read_yaml
@@ -77,10 +75,9 @@ documents = st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), values,
 
 
 def _run(path: Path) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = main(["check-ci", str(path)])
-    return code, out.getvalue()
+    """`check-ci PATH`: its exit code and all it printed."""
+    run = run_command("check-ci", str(path))
+    return run.code, run.out + run.err
 
 
 @pytest.fixture(scope="module")

@@ -11,15 +11,18 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from repos import git, venv_python
+
+from infra.pipeline.resolve import resolve_file
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = yaml.safe_load((ROOT / ".gitlab-ci.yml").read_text(encoding="utf-8"))
+JOBS = resolve_file(ROOT / ".gitlab-ci.yml").jobs
 WRITE_KEYS = ("SCW_WRITE_ACCESS_KEY", "SCW_WRITE_SECRET_KEY", "STATE_WRITE_ACCESS_KEY", "STATE_WRITE_SECRET_KEY")
 PROTECTED = (
     *WRITE_KEYS,
@@ -33,20 +36,8 @@ PROTECTED = (
 
 
 def _job(name: str) -> dict[str, Any]:
-    """A job with its `extends` chain merged (GitLab's deep merge of hashes; arrays are replaced)."""
-    job = dict(CI[name])
-    parents = job.pop("extends", [])
-    merged: dict[str, Any] = {}
-    for parent in [parents] if isinstance(parents, str) else parents:
-        merged = _merge(merged, _job(parent))
-    return _merge(merged, job)
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in override.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+    """A job as GitLab hands it to a runner: extends merged, `default:` applied (check-ci's resolver)."""
+    return JOBS[name].keys
 
 
 def _text(job: dict[str, Any]) -> str:
@@ -117,28 +108,23 @@ def test_preview_and_up_run_the_trusted_pack_and_up_guards_replacements_first() 
 # .ci/trusted-policy-pack, for real: a merge request that weakens the pack is judged by the merged one
 
 
-def _git(repo: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", "-c", "init.defaultBranch=main"]
-    return subprocess.run([*command, *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
     """A CI clone on an MR branch whose policy/ is weakened; `origin` (a bare repo) has main with the pack."""
     origin, seed, clone = tmp_path / "origin.git", tmp_path / "seed", tmp_path / "clone"
-    _git(tmp_path, "init", "--quiet", "--bare", str(origin))
+    git(tmp_path, "init", "--quiet", "--bare", str(origin))
     seed.mkdir()
-    _git(seed, "init", "--quiet")
+    git(seed, "init", "--quiet")
     (seed / "policy").mkdir()
     (seed / "policy" / "PulumiPolicy.yaml").write_text("runtime: python\n", encoding="utf-8")
     (seed / "policy" / "policies.py").write_text("STRICT = True\n", encoding="utf-8")
-    _git(seed, "add", ".")
-    _git(seed, "commit", "--quiet", "-m", "pack")
-    _git(seed, "push", "--quiet", str(origin), "HEAD:refs/heads/main")
-    _git(tmp_path, "clone", "--quiet", str(origin), str(clone))
-    _git(clone, "checkout", "--quiet", "-b", "weaken")
+    git(seed, "add", ".")
+    git(seed, "commit", "--quiet", "-m", "pack")
+    git(seed, "push", "--quiet", str(origin), "HEAD:refs/heads/main")
+    git(tmp_path, "clone", "--quiet", str(origin), str(clone))
+    git(clone, "checkout", "--quiet", "-b", "weaken")
     (clone / "policy" / "policies.py").write_text("STRICT = False\n", encoding="utf-8")
-    _git(clone, "commit", "--quiet", "-am", "weaken the pack")
+    git(clone, "commit", "--quiet", "-am", "weaken the pack")
     return clone
 
 
@@ -156,16 +142,16 @@ def test_the_pack_comes_from_the_default_branch_not_the_checkout(clone: Path, tm
     assert result.stdout.strip() == str(out / "policy")
     assert (out / "policy" / "policies.py").read_text(encoding="utf-8") == "STRICT = True\n"
     assert (clone / "policy" / "policies.py").read_text(encoding="utf-8") == "STRICT = False\n"  # untouched
-    main = _git(clone, "rev-parse", "origin/main")
+    main = git(clone, "rev-parse", "origin/main")
     assert (out / "policy" / ".trusted-commit").read_text(encoding="utf-8").strip() == main
-    assert _git(clone, "status", "--porcelain") == ""
+    assert git(clone, "status", "--porcelain") == ""
 
 
 def test_a_default_branch_without_a_pack_stops_the_job(clone: Path, tmp_path: Path) -> None:
-    _git(clone, "checkout", "--quiet", "-b", "no-pack", "origin/main")
-    _git(clone, "rm", "--quiet", "-r", "policy")
-    _git(clone, "commit", "--quiet", "-m", "drop the pack")
-    _git(clone, "push", "--quiet", "origin", "no-pack")
+    git(clone, "checkout", "--quiet", "-b", "no-pack", "origin/main")
+    git(clone, "rm", "--quiet", "-r", "policy")
+    git(clone, "commit", "--quiet", "-m", "drop the pack")
+    git(clone, "push", "--quiet", "origin", "no-pack")
     result = subprocess.run(
         ["bash", str(ROOT / ".ci" / "trusted-policy-pack"), str(tmp_path / "t"), "no-pack"],
         cwd=clone,
@@ -192,19 +178,16 @@ def up_clone(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     `pulumi` on PATH that logs each call and prints $PREVIEW_JSON for `preview --json`."""
     tmp_path = tmp_path_factory.mktemp("up")
     origin, seed, clone = tmp_path / "origin.git", tmp_path / "seed", tmp_path / "clone"
-    _git(tmp_path, "init", "--quiet", "--bare", str(origin))
+    git(tmp_path, "init", "--quiet", "--bare", str(origin))
     ignore = shutil.ignore_patterns("__pycache__", "venv")
     for name in ("infra", ".ci", "policy"):
         shutil.copytree(ROOT / name, seed / name, ignore=ignore)
-    _git(seed, "init", "--quiet")
-    _git(seed, "add", ".")
-    _git(seed, "commit", "--quiet", "-m", "tip")
-    _git(seed, "push", "--quiet", str(origin), "HEAD:refs/heads/main")
-    _git(tmp_path, "clone", "--quiet", str(origin), str(clone))
-    python = clone / "venv" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-    python.chmod(0o755)
+    git(seed, "init", "--quiet")
+    git(seed, "add", ".")
+    git(seed, "commit", "--quiet", "-m", "tip")
+    git(seed, "push", "--quiet", str(origin), "HEAD:refs/heads/main")
+    git(tmp_path, "clone", "--quiet", str(origin), str(clone))
+    venv_python(clone)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     pulumi = bin_dir / "pulumi"
@@ -225,8 +208,8 @@ def up_repo(up_clone: tuple[Path, Path], tmp_path: Path) -> tuple[Path, dict[str
         "HOME": str(tmp_path),
         "CI_PROJECT_DIR": str(clone),
         "CI_DEFAULT_BRANCH": "main",
-        "CI_COMMIT_SHA": _git(clone, "rev-parse", "HEAD"),
-        "CI_COMMIT_SHORT_SHA": _git(clone, "rev-parse", "--short", "HEAD"),
+        "CI_COMMIT_SHA": git(clone, "rev-parse", "HEAD"),
+        "CI_COMMIT_SHORT_SHA": git(clone, "rev-parse", "--short", "HEAD"),
         "PULUMI_STACK": "dev",
         "PULUMI_BACKEND_URL": "s3://state",
         "PULUMI_LOG": str(tmp_path / "pulumi.log"),

@@ -12,23 +12,18 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 from fake_gitlab import FakeGitLab, Token, running
+from repos import git, venv_python
 
 from infra.review.note import marker
 
 ROOT = Path(__file__).resolve().parents[1]
 BOT = Token(user_id=900, username="project_42_bot", scopes=frozenset({"api"}))
-
-
-def _git(repo: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", "-c", "init.defaultBranch=main"]
-    return subprocess.run([*command, *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
@@ -40,17 +35,14 @@ def repo(tmp_path: Path) -> Path:
         shutil.copytree(ROOT / name, repo / name, ignore=ignore)
     for name in ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml"):
         shutil.copy2(ROOT / name, repo / name)
-    _git(repo, "init", "--quiet")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "--quiet", "-m", "base")
+    git(repo, "init", "--quiet")
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "base")
     stack = yaml.safe_load((repo / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
     stack["config"]["gpu-ci:platform"]["pools"]["ci-training"]["max_size"] = 2
     (repo / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack), encoding="utf-8")
-    _git(repo, "commit", "--quiet", "-am", "ci-training: up to 2 nodes")
-    python = repo / "venv" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n', encoding="utf-8")
-    python.chmod(0o755)
+    git(repo, "commit", "--quiet", "-am", "ci-training: up to 2 nodes")
+    venv_python(repo)
     return repo
 
 
@@ -63,7 +55,7 @@ def gitlab() -> Iterator[FakeGitLab]:
 
 def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) -> None:
     ci = yaml.safe_load((ROOT / ".gitlab-ci.yml").read_text(encoding="utf-8"))
-    base, head = _git(repo, "rev-parse", "HEAD~1"), _git(repo, "rev-parse", "HEAD")
+    base, head = git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")
     gitlab.merge_requests[(42, 7)] = head
     env = {
         "PATH": os.environ["PATH"],
@@ -98,8 +90,8 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     assert "runner-release  (update)" not in diff
     unchanged = len(json.loads((repo / "plan-base.json").read_text(encoding="utf-8"))["resources"]) - 2
     assert f"Resources:\n    ~ 2 to update\n    {unchanged} unchanged\n" in diff
-    assert _git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone
-    assert _git(repo, "status", "--porcelain", "--untracked-files=no") == ""
+    assert git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone
+    assert git(repo, "status", "--porcelain", "--untracked-files=no") == ""
 
     [note] = gitlab.notes_of(42, 7)
     assert note["body"].startswith(marker("dev", "offline"))

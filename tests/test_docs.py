@@ -11,7 +11,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = sorted([ROOT / "README.md", ROOT / "policy" / "README.md", *(ROOT / "docs").glob("*.md")])
 
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-_SKIPPED_DIRS = {".git", "venv", ".venv", ".ci-venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+_SKIPPED_DIRS = {
+    ".git",
+    "venv",
+    ".venv",
+    ".ci-venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ci-tools",
+}
 _TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".json", ".cfg", ".sh", ""}
 
 

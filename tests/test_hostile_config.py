@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -245,12 +246,11 @@ def test_an_alias_bomb_and_a_huge_file_and_a_directory_are_refused_at_once(
     assert time.perf_counter() - started < 1
 
 
-def test_a_spec_error_through_the_cli_is_error_lines_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    document["config"]["gpu-ci:platform"]["profiles"]["rl"]["cpu_request"] = "1e999999999"
-    path = tmp_path / "stack.yaml"
-    path.write_text(yaml.safe_dump(document))
-    assert _plan(path, capsys) == (
+def test_a_spec_error_through_the_cli_is_error_lines_only(
+    dev_platform: dict[str, Any], stack_file: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    dev_platform["profiles"]["rl"]["cpu_request"] = "1e999999999"
+    assert _plan(stack_file(dev_platform), capsys) == (
         2,
         [
             "error: platform.profiles.rl.cpu_request='1e999999999': exponent 999999999 is too large: "

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
+from repos import git
 
-from infra.config.platform import load_spec
-from infra.model import derive
+from infra.model import load_platform
 from infra.pipeline.resolve import resolve_file
 from infra.render.ci_templates import render_ci_templates
 
@@ -75,9 +75,9 @@ def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "fixture"]):
-        subprocess.run([*git, *args], cwd=tmp_path, check=True, capture_output=True)
+    git(tmp_path, "init", "--quiet")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "--quiet", "-m", "fixture")
     return tmp_path
 
 
@@ -114,13 +114,13 @@ def test_the_sample_pipeline(tmp_path: Path, dev_platform: dict[str, Any]) -> No
     pipeline = (
         pipeline[:start] + "  - local: .gitlab/ci/gpu-ci-templates.yml\n" + pipeline[pipeline.index("  - local:") :]
     )
-    templates = load_spec(dev_platform).ci.templates_path
+    platform = load_platform(dev_platform)
     repo = _repo(
         tmp_path,
         {
             ".gitlab-ci.yml": pipeline,
             "ci/supervised.yml": (sample / "ci" / "supervised.yml").read_text(),
-            templates: render_ci_templates(derive(load_spec(dev_platform))),
+            platform.spec.ci.templates_path: render_ci_templates(platform),
         },
     )
     _compare(repo, _preview(command, repo))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from infra.config.platform import load_spec
-from infra.model import derive
+from infra.model import load_platform
 from infra.pipeline.rules import check_pipeline
 
 PIPELINE = """
@@ -44,7 +44,7 @@ def check(tmp_path: Path, dev_platform: dict[str, Any]) -> Any:
 
 def test_the_fleet_is_one_runner_per_pool(dev_platform: dict[str, Any]) -> None:
     """What these tests route against: the dev stack's runners and the tags its templates carry."""
-    platform = derive(load_spec(dev_platform))
+    platform = load_platform(dev_platform)
     assert {name: r.tags for name, r in platform.runners.items()} == {
         "ci-compile": ("kapsule", "gpu", "ci-compile"),
         "ci-training": ("kapsule", "ci-training"),

@@ -8,15 +8,15 @@ import yaml
 from plans import PlanRun
 
 from infra.model import load_platform
-from infra.offline.stack_config import load_stack_config
+from infra.offline.stack_config import StackConfig
 from infra.render.ci_templates import render_ci_templates
 from infra.render.runner import render_runner_config, runner_helm_values
 
 
-def test_plan_writes_the_runner_and_ci_artifacts(dev_plan: PlanRun) -> None:
+def test_plan_writes_the_runner_and_ci_artifacts(dev_stack: StackConfig, dev_plan: PlanRun) -> None:
     assert dev_plan.code == 0
     out, artifacts = dev_plan.out, dev_plan.artifacts
-    platform = load_platform(load_stack_config("dev").get("platform"))
+    platform = load_platform(dev_stack.get("platform"))
     assert (artifacts / "ci-templates.yml").read_text() == render_ci_templates(platform)
     for suffix, runner in (("", platform.runners["ci-compile"]), ("-ci-training", platform.runners["ci-training"])):
         assert (artifacts / f"runner-config{suffix}.toml").read_text() == render_runner_config(platform, runner)

@@ -7,7 +7,6 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from plans import plan_json_with
+from repos import git, venv_python
 
 from infra.__main__ import main
 from infra.cost import cost_report
@@ -22,6 +22,8 @@ from infra.model import load_platform
 from infra.offline.stack_config import StackConfig
 from infra.review.delta import cost_figures, render_delta
 from infra.review.note import NoteInput, marker, render_note
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _plan(cost: dict[str, Any] | None = None, slots: dict[str, int] | None = None) -> dict[str, Any]:
@@ -179,30 +181,22 @@ def test_mr_note_reads_the_base_plan(
 # this Python except for `-m infra plan`, which prints the real program's plan computed above for the
 # checkout's stack file (the real `plan --json` is exercised by the plan-diff job's test).
 
-ROOT = Path(__file__).resolve().parents[1]
 PREVIEW_TEXT = "Previewing update (dev):\nResources:\n    ~ 2 to update\n    40 unchanged\n"
-
-
-def _git(repo: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=ci", "-c", "user.email=ci@example.com", "-c", "init.defaultBranch=main"]
-    return subprocess.run([*command, *args], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def _preview_repo(tmp_path: Path, base: dict[str, Any], head: dict[str, Any], base_stack: str) -> Path:
     repo = tmp_path / "gpu-ci"
     shutil.copytree(ROOT / ".ci", repo / ".ci")
     (repo / "Pulumi.dev.yaml").write_text(base_stack, encoding="utf-8")
-    _git(repo, "init", "--quiet")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "--quiet", "-m", "base")
+    git(repo, "init", "--quiet")
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "base")
     (repo / "Pulumi.dev.yaml").write_text("ci-training max_size: 2\n", encoding="utf-8")
-    _git(repo, "commit", "--quiet", "-am", "ci-training: up to 2 nodes")
+    git(repo, "commit", "--quiet", "-am", "ci-training: up to 2 nodes")
     for name, document in (("base", base), ("head", head)):
         (tmp_path / f"{name}.json").write_text(json.dumps(document), encoding="utf-8")
-    python = repo / "venv" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(
-        "#!/bin/sh\n"
+    venv_python(
+        repo,
         'if [ "$1 $2 $3" = "-m infra plan" ]; then\n'
         "  case $(cat Pulumi.dev.yaml) in\n"
         f'    *"max_size: 2"*) cat "{tmp_path}/head.json";;\n'
@@ -210,11 +204,8 @@ def _preview_repo(tmp_path: Path, base: dict[str, Any], head: dict[str, Any], ba
         f'    *) cat "{tmp_path}/base.json";;\n'
         "  esac\n"
         "  exit 0\n"
-        "fi\n"
-        f'exec "{sys.executable}" "$@"\n',
-        encoding="utf-8",
+        "fi\n",
     )
-    python.chmod(0o755)
     pulumi = tmp_path / "bin" / "pulumi"
     pulumi.parent.mkdir()
     pulumi.write_text(f"#!/bin/sh\ncase \"$*\" in *preview*) printf '{PREVIEW_TEXT}';; esac\n", encoding="utf-8")
@@ -234,8 +225,8 @@ def _run_preview(repo: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]
         "CI_SERVER_URL": "http://127.0.0.1:9",  # never reached: no note token in a fork's pipeline
         "CI_MERGE_REQUEST_PROJECT_ID": "42",
         "CI_MERGE_REQUEST_IID": "7",
-        "CI_MERGE_REQUEST_DIFF_BASE_SHA": _git(repo, "rev-parse", "HEAD~1"),
-        "CI_COMMIT_SHA": _git(repo, "rev-parse", "HEAD"),
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": git(repo, "rev-parse", "HEAD~1"),
+        "CI_COMMIT_SHA": git(repo, "rev-parse", "HEAD"),
         "pack": str(tmp_path / "pack"),
         "policy_config": "",
     }
@@ -254,7 +245,7 @@ def test_the_preview_job_computes_the_base_plan_for_the_delta(real_plans: tuple[
     note = result.stdout[result.stdout.index("<!--") :]
     assert note.index("- ci-training slots 4 -> 8 (+4)") < note.index("**`pulumi preview`**")
     assert "- EUR/day " in note and "- makespan " in note
-    assert _git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone
+    assert git(repo, "worktree", "list").count("\n") == 0  # the base's worktree is gone
 
 
 def test_a_base_that_does_not_build_is_said_in_the_preview_note(real_plans: tuple[Any, ...], tmp_path: Path) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from plans import plan_json_with
 
 from infra.__main__ import main
@@ -128,11 +128,10 @@ def test_documents_that_are_not_plans_are_refused() -> None:
 def test_the_real_program_adding_a_pool_and_raising_a_maximum(
     dev_stack: StackConfig, dev_platform: dict[str, Any], dev_plan_document: dict[str, Any]
 ) -> None:
-    head_platform = copy.deepcopy(dev_platform)
-    head_platform["pools"]["ci-training"]["max_size"] = 2
-    head_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
+    dev_platform["pools"]["ci-training"]["max_size"] = 2
+    dev_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
     base = dev_plan_document
-    diff = diff_plans(base, plan_json_with(dev_stack, head_platform))
+    diff = diff_plans(base, plan_json_with(dev_stack, dev_platform))
     pools = [(r.op, r.name) for r in diff.resources if r.type == POOL]
     assert pools == [("create", "kapsule-ci-h100"), ("update", "kapsule-ci-training")]
     assert "delete" not in diff.counts()
@@ -146,7 +145,10 @@ def test_the_real_program_adding_a_pool_and_raising_a_maximum(
 
 
 def test_secrets_never_appear_in_the_diff(
-    dev_stack: StackConfig, dev_platform: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    dev_platform: dict[str, Any],
+    stack_file: Callable[..., Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The cluster's name is in its kubeconfig, a secret output fed to the Kubernetes provider: renaming
     the cluster changes the secret on both sides, and the diff must neither show nor compare it."""
@@ -154,10 +156,8 @@ def test_secrets_never_appear_in_the_diff(
     head_platform["cluster"]["name"] = "gpu-ci-renamed"
     files = {}
     for side, platform in (("base", dev_platform), ("head", head_platform)):
-        stack_file = tmp_path / f"Pulumi.{side}.yaml"
-        document = {"config": {"gpu-ci:platform": platform, **_secure(dev_stack)}}
-        stack_file.write_text(yaml.safe_dump(document), encoding="utf-8")
-        assert main(["plan", "--json", "--config", str(stack_file)]) == 0
+        config = stack_file(platform, f"Pulumi.{side}.yaml")
+        assert main(["plan", "--json", "--config", str(config)]) == 0
         files[side] = tmp_path / f"{side}.json"
         files[side].write_text(capsys.readouterr().out, encoding="utf-8")
     assert main(["plan-diff", str(files["base"]), str(files["head"])]) == 0
@@ -177,11 +177,6 @@ def test_cli_names_a_file_that_is_not_a_plan(tmp_path: Path, capsys: pytest.Capt
     assert capsys.readouterr().err.startswith(f"error: {bad}: not JSON")
     assert main(["plan-diff", str(good), str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
-
-
-def _secure(stack: StackConfig) -> dict[str, Any]:
-    """The stack's encrypted entries as the stack file holds them (the registry pull key)."""
-    return {key: {"secure": "v1:bm9uY2U=:Y2lwaGVy"} for key in stack.secret_keys}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -255,8 +250,7 @@ def test_a_replacement_is_printed_like_preview_and_counted_by_the_note() -> None
 def test_the_real_program_changing_a_pools_node_type_replaces_it(
     dev_stack: StackConfig, dev_platform: dict[str, Any], dev_plan_document: dict[str, Any]
 ) -> None:
-    head_platform = copy.deepcopy(dev_platform)
-    head_platform["pools"]["ci-training"]["node_type"] = "H100-1-80G"
-    diff = diff_plans(dev_plan_document, plan_json_with(dev_stack, head_platform))
+    dev_platform["pools"]["ci-training"]["node_type"] = "H100-1-80G"
+    diff = diff_plans(dev_plan_document, plan_json_with(dev_stack, dev_platform))
     pool = next(r for r in diff.resources if r.name == "kapsule-ci-training")
     assert (pool.op, pool.replace_reasons, pool.protected) == ("replace", ("nodeType",), True)

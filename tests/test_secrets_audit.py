@@ -103,12 +103,13 @@ def test_no_secret_in_outputs_logs_artifacts_or_plan(audited: tuple[StackConfig,
     stack, run = audited
     secrets = _secret_values(run)
     platform = run.namespace["platform"]
+    artifacts = render_artifacts(platform)
     public = [
         *(json.dumps(out.value, default=str) for out in run.outputs.values() if not out.secret),
         *(message for _, message in run.logs),
-        *render_artifacts(platform).values(),
+        *artifacts.values(),
         json.dumps(plan_document(stack, platform, run), default=str),
-        render_plan(stack, platform, run, None, render_artifacts(platform)),
+        render_plan(stack, platform, run, None, artifacts),
     ]
     for text in public:
         for value, owner in secrets.items():

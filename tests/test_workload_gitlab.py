@@ -48,8 +48,9 @@ def gitlab() -> Iterator[FakeGitLab]:
 
 
 @pytest.fixture
-def stack(tmp_path: Path, gitlab: FakeGitLab) -> Path:
-    """The dev stack's file, pointed at the fake (its comments and figures as committed)."""
+def stack(tmp_path: Path) -> Path:
+    """A copy of the dev stack's file (its comments and figures as committed), for `--write` to edit; the
+    tests give the fake's URL with `--gitlab-url`."""
     path = tmp_path / "Pulumi.dev.yaml"
     shutil.copy(PROJECT_ROOT / "Pulumi.dev.yaml", path)
     return path

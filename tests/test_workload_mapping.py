@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from infra.model import load_platform
-from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
+from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 from infra.workload.mapping import JobFacts, ProfileKey, Routing, RunnerKey, name_tokens, profile_of, routing_of
 from infra.workload.measure import Job, measure, observed_days, percentile
 
@@ -70,8 +70,8 @@ def test_name_tokens_keep_words_and_their_underscore_parts() -> None:
     assert name_tokens("hyperopt_ppo: [1]") == {"hyperopt_ppo", "hyperopt", "ppo", "1"}
 
 
-def test_the_dev_stack_routes_by_runner_then_by_template_tags_then_by_family() -> None:
-    routing = routing_of(load_platform(load_stack_config("dev").get("platform")))
+def test_the_dev_stack_routes_by_runner_then_by_template_tags_then_by_family(dev_stack: StackConfig) -> None:
+    routing = routing_of(load_platform(dev_stack.get("platform")))
     assert [(p.name, p.tags) for p in routing.profiles] == [
         ("rl", ("kapsule", "gpu")),
         ("supervised", ("kapsule", "ci-training")),
