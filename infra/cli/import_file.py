@@ -13,6 +13,7 @@ import re
 import sys
 from typing import Any
 
+from infra.cli import fail
 from infra.cloud.names import COMPONENT_NAME, KAPSULE_TOKEN, child_name
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
@@ -48,9 +49,7 @@ def main(args: argparse.Namespace) -> int:
             private_network=args.private_network,
         )
     except (SpecError, ValueError, FileNotFoundError) as err:
-        for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     json.dump(document, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

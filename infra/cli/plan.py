@@ -15,6 +15,7 @@ from typing import Any
 
 import pulumi
 
+from infra.cli import fail
 from infra.model import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
@@ -41,15 +42,12 @@ def main(args: argparse.Namespace) -> int:
     try:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     run = run_program(config, check=False)
     if run.error is not None:
         if not isinstance(run.error, pulumi.RunError):
             raise run.error
-        for line in str(run.error).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(run.error))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
     stack_file = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
     if collisions := stack_collisions(platform, stack_file):  # what it shares with the project's other stacks

@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from infra.cli import fail
 from infra.config.errors import CONFIG_ROOT, SpecError, format_value
 from infra.dispatch import PlannedJob, scenario, workload_jobs
 from infra.model import Platform, load_platform
@@ -85,9 +86,7 @@ def main(args: argparse.Namespace) -> int:
         changed = changed_platform(raw, args.settings) if args.settings else None
         changed_jobs = _jobs(changed[0], args) if changed else []
     except (FileNotFoundError, SpecError, ValueError) as err:
-        for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     if not jobs or (changed and not changed_jobs):
         which = "the stack" if not jobs else "the changed spec"
         print(
