@@ -20,7 +20,8 @@ from pathlib import Path
 from infra.cli import fail
 from infra.config.errors import SpecError
 from infra.model import Platform, load_platform
-from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, load_stack_config
+from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
+from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
 from infra.workload.mapping import routing_of
 from infra.workload.measure import (
     measure,
@@ -54,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
-    path = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
+    path = stack_file_path(args.stack, path=args.config)
     try:
         config = load_stack_config(args.stack, path=args.config)
         platform = load_platform(config.get("platform"))
