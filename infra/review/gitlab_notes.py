@@ -113,17 +113,16 @@ def vet_token(target: Target, token: str, today: date | None = None) -> TokenFac
     return facts
 
 
-def same_user(target: Target, token: str, other: str) -> bool:
-    """Whether two tokens act as one GitLab user (False if the other one is refused: it can edit nothing)."""
+def same_user(target: Target, token: str, user_id: int, other: str) -> bool:
+    """Whether `other` acts as the user `user_id` of `token` (as `vet_token` found it); False if `other` is
+    refused: it can edit nothing."""
     if token == other:
         return True
-    with _translated(target):
-        mine = _client(target, token).http_get("/user")
     try:
         theirs = _client(target, other).http_get("/user")
     except GitlabError:
         return False
-    return isinstance(mine, dict) and isinstance(theirs, dict) and mine.get("id") == theirs.get("id")
+    return isinstance(theirs, dict) and theirs.get("id") == user_id
 
 
 def _token_facts(client: gitlab.Gitlab, target: Target) -> TokenFacts:
@@ -167,19 +166,17 @@ def _translated(target: Target) -> Iterator[None]:
 
 
 def upsert_note(
-    target: Target, token: str, marker: str, body: str, *, create: bool, head_sha: str | None = None
+    target: Target, token: str, marker: str, body: str, *, user_id: int, create: bool, head_sha: str | None = None
 ) -> Outcome:
     """Update our note (the oldest one of ours whose body starts with `marker`), or create it if `create`.
 
-    Notes by other users are never touched, even if they quote the marker. When `head_sha` is given and
+    Ours: written by `user_id`, the token's user (`vet_token` tells it). Notes by other users are never
+    touched, even if they quote the marker. When `head_sha` is given and
     the merge request has moved on to a newer commit, nothing is written: a slower, older pipeline must
     not overwrite the newer pipeline's note.
     """
     client = _client(target, token)
     with _translated(target):
-        client.auth()
-        assert client.user is not None
-        me = client.user.id
         mr = client.projects.get(target.project, lazy=True).mergerequests.get(target.mr_iid)
         if head_sha and mr.sha and mr.sha != head_sha:
             return Outcome(
@@ -188,7 +185,7 @@ def upsert_note(
         ours = [
             note
             for note in mr.notes.list(iterator=True, per_page=100, sort="asc", order_by="created_at")
-            if not note.system and note.author["id"] == me and note.body.startswith(marker)
+            if not note.system and note.author["id"] == user_id and note.body.startswith(marker)
         ]
         if not ours:
             if not create:
