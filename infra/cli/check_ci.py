@@ -24,7 +24,6 @@ from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
 from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates
 
 PIPELINE_FILE = ".gitlab-ci.yml"
-TOKEN_VARIABLES = ("GITLAB_TOKEN", "CI_JOB_TOKEN")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -44,7 +44,6 @@ class History:
     created_at: datetime | None
     jobs: list[dict[str, Any]] = field(default_factory=list)
     pages: int = 0
-    rate_limited: int = 0
     runner_tags: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Tags of the runners that ran the jobs, where the token may read them (`GET /runners/:id`)."""
     runner_note: str = ""
@@ -85,14 +84,12 @@ class _RateLimitNotice:
 
     def __init__(self, say: Callable[[str], None], max_retries: int, max_wait: int) -> None:
         self.say, self.max_retries, self.max_wait = say, max_retries, max_wait
-        self.count = 0
         self.in_row = 0
 
     def __call__(self, response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
         if response.status_code != 429:
             self.in_row = 0
             return response
-        self.count += 1
         self.in_row += 1
         if self.in_row > self.max_retries:
             return response  # python-gitlab gives up now: GitlabHttpError 429
@@ -147,9 +144,7 @@ def read_history(
                 )
             if oldest < since:
                 break
-        progress.done()
         _read_runner_tags(client, history, max_retries)
-        history.rate_limited = notice.count
         return history
     except GitlabAuthenticationError as err:
         raise ReadError(
