@@ -25,6 +25,8 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
+from infra.gitlab_errors import gitlab_status
+
 JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
 TOKEN_ADVICE: Final = (
@@ -157,7 +159,7 @@ def _translated(target: Target) -> Iterator[None]:
         yield
     except GitlabAuthenticationError as err:
         raise NoteError(
-            f"GitLab rejected the token ({_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
+            f"GitLab rejected the token ({gitlab_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
         ) from None
     except GitlabError as err:
         raise NoteError(explain(err, target)) from None
@@ -200,7 +202,7 @@ def upsert_note(
 
 def explain(err: GitlabError, target: Target) -> str:
     """One line for an HTTP refusal: missing scope, missing role, unknown MR, or what GitLab said."""
-    message = _status(err)
+    message = gitlab_status(err)
     body = err.response_body.decode("utf-8", "replace") if isinstance(err.response_body, bytes) else ""
     if err.response_code == 403 and "insufficient_scope" in f"{message} {body}":
         return (
@@ -215,11 +217,3 @@ def explain(err: GitlabError, target: Target) -> str:
     if err.response_code == 404:
         return f"{target.describe()} not found, or not visible to the token ({message})"
     return f"GitLab answered {message} on {target.describe()}"
-
-
-def _status(err: GitlabError) -> str:
-    """`403 Forbidden`, `403 insufficient_scope`: the code once, then GitLab's message."""
-    message = err.error_message
-    text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
-    code = str(err.response_code)
-    return text if text.startswith(code) else f"{code} {text}".strip()
