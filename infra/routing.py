@@ -1,4 +1,5 @@
-"""The job-side vocabulary of routing (pure): the `KUBERNETES_*` variables a job may override, quantities.
+"""The job-side vocabulary of routing (pure): the `KUBERNETES_*` variables a job may override, quantities,
+the words of a job name.
 
 A job overrides its build container's requests and limits with `KUBERNETES_CPU_REQUEST` & co., up to its
 runner's `*_overwrite_max_allowed` (above it the job fails in the runner's prepare stage: it is not clamped),
@@ -21,6 +22,7 @@ POOL_VARIABLE = "KUBERNETES_NODE_SELECTOR_POOL"
 """The variable the templates route with (any `KUBERNETES_NODE_SELECTOR_*` name works for the runner)."""
 
 _GO_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
+_NAME_SPLIT = re.compile(r"[^a-z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -68,3 +70,10 @@ def go_quote_meta(text: str) -> str:
 def pool_selector(pool: str) -> str:
     """The `key=value` a job sets in KUBERNETES_NODE_SELECTOR_POOL to run on `pool`."""
     return f"{POOL_NAME_LABEL}={pool}"
+
+
+def name_tokens(name: str) -> frozenset[str]:
+    """Words of a job name: `train-validate-dqn` -> train, validate, dqn; `hyperopt_ppo: [1]` -> hyperopt_ppo,
+    hyperopt, ppo, 1 (families may hold `_`, so both the whole word and its parts count)."""
+    words = [word for word in _NAME_SPLIT.split(name.lower()) if word]
+    return frozenset(words) | {part for word in words for part in word.split("_") if part}

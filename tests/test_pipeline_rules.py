@@ -80,6 +80,17 @@ def test_a_family_job_taken_by_another_profiles_runner(check: Any) -> None:
     ]
 
 
+def test_a_family_with_an_underscore_is_a_word_of_the_job_name(tmp_path: Path, dev_platform: dict[str, Any]) -> None:
+    """Families may hold `_`: `my_model` is a token of `train-validate-my_model`, as it is for the workload."""
+    dev_platform["profiles"]["supervised"]["families"].append("my_model")
+    path = tmp_path / ".gitlab-ci.yml"
+    path.write_text(PIPELINE + "train-validate-my_model: {extends: .train-rl-base, script: [x]}\n")
+    assert [str(v) for v in check_pipeline(path, load_spec(dev_platform)).violations] == [
+        ".gitlab-ci.yml: train-validate-my_model: extends .train-rl-base, not .train-validate-base: my_model jobs "
+        "run with profile supervised on pool ci-training"
+    ]
+
+
 def test_a_node_selector_is_checked_by_the_runner_that_takes_the_job(check: Any) -> None:
     """ci-compile is a pool of the platform, but not one the ci-training runner admits."""
     lines = check(

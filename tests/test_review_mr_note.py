@@ -289,6 +289,14 @@ def test_a_reporter_token_expiring_within_90_days_is_asked_about_and_used(
     assert len(gitlab.notes_of(PROJECT, MR)) == 1
 
 
+def test_the_token_s_user_is_taken_from_the_vetting_and_only_the_other_token_is_asked_who_it_is(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path
+) -> None:
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 0
+    assert [r.path for r in gitlab.requests].count("/api/v4/user") == 1  # $GITLAB_NOTE_TOKEN's, for same_user
+    assert gitlab.notes_of(PROJECT, MR)[0]["author"]["id"] == BOT.user_id
+
+
 @pytest.mark.parametrize("unprotected", ["bot-token", "bot-token-again"])
 def test_the_protected_preview_refuses_to_post_as_the_unprotected_tokens_user(
     ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str], unprotected: str
@@ -325,7 +333,10 @@ def test_a_note_edit_by_another_user_is_refused_by_gitlab(gitlab: FakeGitLab) ->
     """Why two identities suffice: only a note's author may edit it (GitLab's rule, which the fake keeps)."""
     note = gitlab.add_note(PROJECT, MR, marker("dev", "offline") + "\nby the preview bot", BOT.user_id)
     target = Target(gitlab.url, str(PROJECT), MR)
-    assert upsert_note(target, "offline-token", marker("dev", "offline"), "x", create=False).action == "skipped"
+    outcome = upsert_note(
+        target, "offline-token", marker("dev", "offline"), "x", user_id=OFFLINE_BOT.user_id, create=False
+    )
+    assert outcome.action == "skipped"
     client = python_gitlab.Gitlab(gitlab.url, private_token="offline-token")
     notes = client.projects.get(str(PROJECT), lazy=True).mergerequests.get(MR, lazy=True).notes
     with pytest.raises(GitlabUpdateError) as refused:

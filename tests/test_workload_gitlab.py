@@ -320,3 +320,11 @@ def test_a_missing_token_or_source_is_one_line(
     assert capsys.readouterr().err.startswith("error: --until '30/11/2026': not an ISO date")
     assert main(["workload", "--from-gitlab", "--config", str(stack), "--days", "0"]) == 2
     assert capsys.readouterr().err == "error: --days 0: give at least 1 day\n"
+
+
+def test_a_malformed_stack_file_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a traceback: the stack file's error names its file and line, as `plan` and `check-ci` print it."""
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config: [\n", encoding="utf-8")
+    assert main(["workload", "--from-gitlab", "--config", str(bad)]) == 2
+    assert capsys.readouterr().err == "error: Pulumi.bad.yaml:2: not valid YAML: did not find expected node content\n"

@@ -1,1 +1,12 @@
 """The command-line entry points of `python -m infra`, one module per command (each has `add_parser`)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def fail(message: str, code: int = 2) -> int:
+    """Print each line of `message` as an `error:` line on stderr; the exit code (2: bad input)."""
+    for line in message.splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    return code

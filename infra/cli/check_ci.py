@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from infra.cli import fail
 from infra.config.errors import SpecError
 from infra.model import Platform, load_platform
 from infra.offline.stack_config import StackFileError, load_stack_config
@@ -23,7 +24,6 @@ from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
 from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates
 
 PIPELINE_FILE = ".gitlab-ci.yml"
-TOKEN_VARIABLES = ("GITLAB_TOKEN", "CI_JOB_TOKEN")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -53,14 +53,11 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     path: Path = args.path / PIPELINE_FILE if args.path.is_dir() else args.path
     if not path.is_file():
-        print(f"error: no pipeline file {path}", file=sys.stderr)
-        return 2
+        return fail(f"no pipeline file {path}")
     try:
         platform = load_platform(load_stack_config(args.stack, path=args.config).get("platform"))
     except (FileNotFoundError, StackFileError, SpecError) as err:
-        for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     try:
         if args.online:
             result = _check_online(args, path, platform, env)
@@ -69,9 +66,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
             pipeline = resolve_file(path, args.root, platform_templates(platform, branch))
             result = check_resolved(pipeline, platform)
     except (ResolveError, _OnlineError) as err:
-        for line in str(err).splitlines() or ["unknown error"]:
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(err) or "unknown error")
     return _report(result)
 
 

@@ -13,19 +13,15 @@ import re
 import sys
 from typing import Any
 
-from infra.cloud.names import COMPONENT_NAME, KAPSULE_TOKEN, child_name
+from infra.cli import fail
+from infra.cloud.names import COMPONENT_NAME, KAPSULE_TOKEN, T, child_name
 from infra.config.errors import SpecError
 from infra.config.platform import load_spec
 from infra.offline.stack_config import load_stack_config
 
 _ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f-]{36}$")
 
-TYPES = {
-    "vpc": "scaleway:network/vpc:Vpc",
-    "pn": "scaleway:network/privateNetwork:PrivateNetwork",
-    "cluster": "scaleway:kubernetes/cluster:Cluster",
-    "pool": "scaleway:kubernetes/pool:Pool",
-}
+TYPES = {"vpc": T.VPC, "pn": T.PRIVATE_NETWORK, "cluster": T.CLUSTER, "pool": T.POOL}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -48,9 +44,7 @@ def main(args: argparse.Namespace) -> int:
             private_network=args.private_network,
         )
     except (SpecError, ValueError, FileNotFoundError) as err:
-        for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     json.dump(document, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from infra.review.delta import render_delta
-from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, marker, render_no_changes, render_note
+from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, note_marker, render_no_changes, render_note
 
 TOKEN_VARIABLE = "GITLAB_NOTE_TOKEN"
 """The unprotected `plan-diff` job's token (a Reporter project access token that expires)."""
@@ -136,15 +136,14 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     target = Target(url, project, mr)
     try:
         check_token(token, env.get("CI_JOB_TOKEN"))
-        vet_token(target, token)
+        user_id = vet_token(target, token).user_id
         unprotected = env.get(TOKEN_VARIABLE, "")
-        if not offline and unprotected and same_user(target, token, unprotected):
+        if not offline and unprotected and same_user(target, token, user_id, unprotected):
             raise NoteError(
                 f"${variable} acts as the same GitLab user as ${TOKEN_VARIABLE}, which any pusher can read and "
                 f"which could then edit this protected note; give the preview its own project access token"
             )
-        source = "offline" if offline else "preview"
-        outcome = upsert_note(target, token, marker(stack, source), body, create=say, head_sha=head_sha)
+        outcome = upsert_note(target, token, note_marker(note), body, user_id=user_id, create=say, head_sha=head_sha)
     except NoteError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

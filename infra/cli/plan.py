@@ -15,11 +15,12 @@ from typing import Any
 
 import pulumi
 
+from infra.cli import fail
 from infra.model import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.policy_check import Violation, policy_report
-from infra.offline.stack_config import PROJECT_ROOT, StackConfig, StackFileError, load_stack_config
+from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config, stack_file
 from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
@@ -41,18 +42,15 @@ def main(args: argparse.Namespace) -> int:
     try:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     run = run_program(config, check=False)
     if run.error is not None:
         if not isinstance(run.error, pulumi.RunError):
             raise run.error
-        for line in str(run.error).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(run.error))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
-    stack_file = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
-    if collisions := stack_collisions(platform, stack_file):  # what it shares with the project's other stacks
+    path = stack_file(args.stack, path=args.config)
+    if collisions := stack_collisions(platform, path):  # what it shares with the project's other stacks
         for problem in collisions:
             print(f"error: {problem}", file=sys.stderr)
         return 2

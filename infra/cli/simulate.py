@@ -24,20 +24,23 @@ import copy
 import difflib
 import random
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
+from infra.cli import fail
 from infra.config.errors import CONFIG_ROOT, SpecError, format_value
 from infra.dispatch import PlannedJob, scenario, workload_jobs
 from infra.model import Platform, load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.text import format_eur, render_table
-from infra.simulate import SimResult, Upgrade, bound_makespan, simulate
+from infra.simulate import Scenario, Upgrade, bound_makespan, simulate
 
+Layout = Literal["per-pool", "single"]
+"""The runners simulated: one per pool, or the single runner of before."""
 MAX_ORDERS = 200
 
 
@@ -85,9 +88,7 @@ def main(args: argparse.Namespace) -> int:
         changed = changed_platform(raw, args.settings) if args.settings else None
         changed_jobs = _jobs(changed[0], args) if changed else []
     except (FileNotFoundError, SpecError, ValueError) as err:
-        for line in str(err).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        return fail(str(err))
     if not jobs or (changed and not changed_jobs):
         which = "the stack" if not jobs else "the changed spec"
         print(
@@ -139,26 +140,23 @@ def _jobs(platform: Platform, args: argparse.Namespace) -> list[PlannedJob]:
     return [job for job in jobs if job.created_minute == first]
 
 
-def _row(name: str, platform: Platform, jobs: list[PlannedJob], args: argparse.Namespace, layout: str) -> Row:
+def _row(name: str, platform: Platform, jobs: list[PlannedJob], args: argparse.Namespace, layout: Layout) -> Row:
     orders = [jobs]
     generator = random.Random(0)
     for _ in range(args.orders):
         shuffled = list(jobs)
         generator.shuffle(shuffled)
         orders.append(shuffled)
-    upgrades = (Upgrade(args.upgrade_at),) if args.upgrade_at is not None else ()
-    results: list[tuple[SimResult, Fraction]] = []
-    for order in orders:
-        built = scenario(
-            platform,
-            order,
-            layout="single" if layout == "single" else "per-pool",
-            slower=args.slower,
-            cold_start_minutes=args.cold_start,
-            upgrades=upgrades,
+
+    def built(order: list[PlannedJob], upgrades: tuple[Upgrade, ...] = ()) -> Scenario:
+        return scenario(
+            platform, order, layout=layout, slower=args.slower, cold_start_minutes=args.cold_start, upgrades=upgrades
         )
-        results.append((simulate(built), bound_makespan(replace(built, upgrades=()))))
-    worst, bound = max(results, key=lambda pair: (len(pair[0].failed), pair[0].makespan))
+
+    bound = bound_makespan(built(jobs))  # per pool, from its jobs however ordered, without upgrades
+    upgrades = (Upgrade(args.upgrade_at),) if args.upgrade_at is not None else ()
+    results = [simulate(built(order, upgrades)) for order in orders]
+    worst = max(results, key=lambda result: (len(result.failed), result.makespan))
     return Row(name, len(worst.failed), worst.makespan, bound, worst.longest_wait, worst.eur)
 
 

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from infra.cli import fail
 from infra.config.errors import SpecError
 from infra.model import Platform, load_platform
-from infra.offline.stack_config import PROJECT_ROOT, StackConfig, load_stack_config
+from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
+from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
 from infra.workload.mapping import routing_of
 from infra.workload.measure import (
     measure,
@@ -53,23 +55,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
-    path = args.config or PROJECT_ROOT / f"Pulumi.{args.stack}.yaml"
+    path = stack_file_path(args.stack, path=args.config)
     try:
         config = load_stack_config(args.stack, path=args.config)
         platform = load_platform(config.get("platform"))
-    except (FileNotFoundError, SpecError) as err:
-        return _fail(str(err))
+    except (FileNotFoundError, StackFileError, SpecError) as err:
+        return fail(str(err))
     if not args.from_gitlab:
-        return _fail("say where to measure from: --from-gitlab (the only source so far)")
+        return fail("say where to measure from: --from-gitlab (the only source so far)")
     if args.days < 1:
-        return _fail(f"--days {args.days}: give at least 1 day")
+        return fail(f"--days {args.days}: give at least 1 day")
     try:
         until = _until(args.until)
     except ValueError:
-        return _fail(f"--until {args.until!r}: not an ISO date or time like 2026-11-30 or 2026-11-30T12:00")
+        return fail(f"--until {args.until!r}: not an ISO date or time like 2026-11-30 or 2026-11-30T12:00")
     token = env.get(TOKEN_VARIABLE, "")
     if not token:
-        return _fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
+        return fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
     url = args.gitlab_url or platform.spec.gitlab.url
     project = args.project or platform.spec.gitlab.project
     since = until - timedelta(days=args.days)
@@ -99,7 +101,7 @@ def _from_gitlab(
     try:
         history = read_history(source.url, source.project, source.token, source.since, progress=Progress(sys.stderr))
     except ReadError as err:
-        return _fail(str(err), err.exit_code)
+        return fail(str(err), err.exit_code)
     days = observed_days(source.since, source.until, history.created_at)
     measurement = measure(
         history.jobs, routing_of(platform), source.since, source.until, days, runner_tags=history.runner_tags
@@ -146,9 +148,3 @@ def _until(text: str | None) -> datetime:
         return datetime.now(UTC)
     value = parse_time(text) if "T" in text else parse_time(text + "T00:00:00+00:00")
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _fail(message: str, code: int = 2) -> int:
-    for line in message.splitlines():
-        print(f"error: {line}", file=sys.stderr)
-    return code

@@ -61,10 +61,15 @@ def project_name(root: Path = PROJECT_ROOT) -> str:
     return str(yaml.safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))["name"])
 
 
+def stack_file(stack: str, root: Path = PROJECT_ROOT, path: Path | None = None) -> Path:
+    """Where the stack's config is: the stack file `path` if given, else `Pulumi.<stack>.yaml` in `root`."""
+    return path or root / f"Pulumi.{stack}.yaml"
+
+
 def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None = None) -> StackConfig:
     """The config of `Pulumi.<stack>.yaml` (or of the stack file `path`); FileNotFoundError names the file."""
     project = project_name(root)
-    path = path or root / f"Pulumi.{stack}.yaml"
+    path = stack_file(stack, root, path)
     if not path.exists():
         raise FileNotFoundError(
             f"no stack file {path.name} in {root} (stacks: {', '.join(list_stacks(root)) or 'none'})"

@@ -15,7 +15,7 @@ from pathlib import Path
 from infra.config.errors import Problem, SpecError, key_path
 from infra.config.platform import PlatformSpec
 from infra.model import Platform, load_platform
-from infra.offline.stack_config import StackFileError, list_stacks, load_stack_config
+from infra.offline.stack_config import StackFileError, list_stacks, load_stack_config, stack_file
 
 
 def _variables(spec: PlatformSpec) -> set[tuple[str, str]]:
@@ -96,8 +96,7 @@ def stack_collisions(platform: Platform, path: Path) -> list[Problem]:
         return []
     problems = []
     for stack in list_stacks(root):
-        other_path = root / f"Pulumi.{stack}.yaml"
-        if other_path.resolve() == path.resolve():
+        if stack_file(stack, root).resolve() == path.resolve():
             continue
         try:
             other = load_platform(load_stack_config(stack, root).get("platform"))

@@ -428,7 +428,6 @@ class _References:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
-        self.used: set[str] = set()
 
     def resolve(self, value: Any, depth: int = 0, chain: tuple[tuple[str, ...], ...] = ()) -> Any:
         if isinstance(value, Reference):
@@ -457,7 +456,6 @@ class _References:
             raise ResolveError(f"{shown} is part of a circular chain of references")
         if depth >= MAX_REFERENCE_DEPTH:
             raise ResolveError(f"{shown}: references nest deeper than {MAX_REFERENCE_DEPTH} levels")
-        self.used.add(path[0])
         return self.resolve(node, depth + 1, (*chain, path))
 
 
@@ -571,13 +569,13 @@ def _build(layer: _Layer, pipeline: ResolvedPipeline, root_file: str) -> Resolve
         job.variable_origin.update(
             {k: v for k, v in _reference_origins(raw_variables, extended, layer).items() if k in job.variables}
         )
-        used = _references_of(layer.config[name], references) - {name}
+        used = _references_of(layer.config[name]) - {name}
         job.templates = (*base.ancestors, *sorted(used - set(base.ancestors)))
         pipeline.jobs[name] = job
     return pipeline
 
 
-def _references_of(job: Any, references: _References) -> set[str]:
+def _references_of(job: Any) -> set[str]:
     """Jobs a job's own keys `!reference` (directly)."""
     found: set[str] = set()
 

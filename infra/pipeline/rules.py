@@ -26,14 +26,21 @@ from infra.model import Platform, Runner, derive
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
 from infra.quantity import QuantityError
 from infra.render.ci_templates import render_ci_templates
-from infra.routing import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource, Quantity, magnitude, parse_quantity
+from infra.routing import (
+    JOB_RESOURCES,
+    NODE_SELECTOR_PREFIX,
+    JobResource,
+    Quantity,
+    magnitude,
+    name_tokens,
+    parse_quantity,
+)
 
 if TYPE_CHECKING:
     from infra.config.platform import PlatformSpec
 
 TRAINING_TOKENS = frozenset({"train", "hyperopt"})
 DEFAULT_BRANCH = "main"
-_TOKEN = re.compile(r"[^a-z0-9]+")
 _VARIABLE_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
@@ -138,7 +145,7 @@ class _Checker:
         self.known_tags = {tag for runner in platform.runners.values() for tag in runner.tags}
 
     def check(self, job: ResolvedJob) -> None:
-        tokens = set(_TOKEN.split(job.name.lower()))
+        tokens = name_tokens(job.name)
         families = sorted(tokens & set(self.family_profile))
         taking = self.platform.runners_taking(job.tags)
         if families and (tokens & TRAINING_TOKENS or job.stage == self.spec.ci.stage):

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from infra.cloud.names import T
+
 OPS: Final = ("create", "update", "replace", "delete")
 """Operations in the order `pulumi preview` prints them, with its markers below."""
 MARKERS: Final = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
@@ -28,13 +30,13 @@ _POOL: Final = ("nodeType", "zone", "name", "clusterId")
 _CLUSTER: Final = ("type", "privateNetworkId")
 _REGISTRY_NAMESPACE: Final = ("name", "region")
 REPLACE_ON: Final[dict[str, tuple[str, ...]]] = {
-    "scaleway:kubernetes/pool:Pool": _POOL,
+    T.POOL: _POOL,
     "scaleway:index/kubernetesNodePool:KubernetesNodePool": _POOL,
-    "scaleway:kubernetes/cluster:Cluster": _CLUSTER,
+    T.CLUSTER: _CLUSTER,
     "scaleway:index/kubernetesCluster:KubernetesCluster": _CLUSTER,
-    "gitlab:index/userRunner:UserRunner": ("runnerType", "projectId", "groupId"),
-    "kubernetes:core/v1:Namespace": ("metadata.name",),
-    "scaleway:registry/namespace:Namespace": _REGISTRY_NAMESPACE,
+    T.USER_RUNNER: ("runnerType", "projectId", "groupId"),
+    T.NAMESPACE: ("metadata.name",),
+    T.REGISTRY_NAMESPACE: _REGISTRY_NAMESPACE,
     "scaleway:index/registryNamespace:RegistryNamespace": _REGISTRY_NAMESPACE,
 }
 """Input paths whose change makes the provider replace the resource (ForceNew in the Scaleway and GitLab

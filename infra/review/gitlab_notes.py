@@ -25,6 +25,8 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
+from infra.gitlab_errors import gitlab_status
+
 JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
 TOKEN_ADVICE: Final = (
@@ -113,17 +115,16 @@ def vet_token(target: Target, token: str, today: date | None = None) -> TokenFac
     return facts
 
 
-def same_user(target: Target, token: str, other: str) -> bool:
-    """Whether two tokens act as one GitLab user (False if the other one is refused: it can edit nothing)."""
+def same_user(target: Target, token: str, user_id: int, other: str) -> bool:
+    """Whether `other` acts as the user `user_id` of `token` (as `vet_token` found it); False if `other` is
+    refused: it can edit nothing."""
     if token == other:
         return True
-    with _translated(target):
-        mine = _client(target, token).http_get("/user")
     try:
         theirs = _client(target, other).http_get("/user")
     except GitlabError:
         return False
-    return isinstance(mine, dict) and isinstance(theirs, dict) and mine.get("id") == theirs.get("id")
+    return isinstance(theirs, dict) and theirs.get("id") == user_id
 
 
 def _token_facts(client: gitlab.Gitlab, target: Target) -> TokenFacts:
@@ -158,7 +159,7 @@ def _translated(target: Target) -> Iterator[None]:
         yield
     except GitlabAuthenticationError as err:
         raise NoteError(
-            f"GitLab rejected the token ({_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
+            f"GitLab rejected the token ({gitlab_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
         ) from None
     except GitlabError as err:
         raise NoteError(explain(err, target)) from None
@@ -167,19 +168,17 @@ def _translated(target: Target) -> Iterator[None]:
 
 
 def upsert_note(
-    target: Target, token: str, marker: str, body: str, *, create: bool, head_sha: str | None = None
+    target: Target, token: str, marker: str, body: str, *, user_id: int, create: bool, head_sha: str | None = None
 ) -> Outcome:
     """Update our note (the oldest one of ours whose body starts with `marker`), or create it if `create`.
 
-    Notes by other users are never touched, even if they quote the marker. When `head_sha` is given and
+    Ours: written by `user_id`, the token's user (`vet_token` tells it). Notes by other users are never
+    touched, even if they quote the marker. When `head_sha` is given and
     the merge request has moved on to a newer commit, nothing is written: a slower, older pipeline must
     not overwrite the newer pipeline's note.
     """
     client = _client(target, token)
     with _translated(target):
-        client.auth()
-        assert client.user is not None
-        me = client.user.id
         mr = client.projects.get(target.project, lazy=True).mergerequests.get(target.mr_iid)
         if head_sha and mr.sha and mr.sha != head_sha:
             return Outcome(
@@ -188,7 +187,7 @@ def upsert_note(
         ours = [
             note
             for note in mr.notes.list(iterator=True, per_page=100, sort="asc", order_by="created_at")
-            if not note.system and note.author["id"] == me and note.body.startswith(marker)
+            if not note.system and note.author["id"] == user_id and note.body.startswith(marker)
         ]
         if not ours:
             if not create:
@@ -203,7 +202,7 @@ def upsert_note(
 
 def explain(err: GitlabError, target: Target) -> str:
     """One line for an HTTP refusal: missing scope, missing role, unknown MR, or what GitLab said."""
-    message = _status(err)
+    message = gitlab_status(err)
     body = err.response_body.decode("utf-8", "replace") if isinstance(err.response_body, bytes) else ""
     if err.response_code == 403 and "insufficient_scope" in f"{message} {body}":
         return (
@@ -218,11 +217,3 @@ def explain(err: GitlabError, target: Target) -> str:
     if err.response_code == 404:
         return f"{target.describe()} not found, or not visible to the token ({message})"
     return f"GitLab answered {message} on {target.describe()}"
-
-
-def _status(err: GitlabError) -> str:
-    """`403 Forbidden`, `403 insufficient_scope`: the code once, then GitLab's message."""
-    message = err.error_message
-    text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
-    code = str(err.response_code)
-    return text if text.startswith(code) else f"{code} {text}".strip()

@@ -39,7 +39,8 @@ def marker(stack: str, source: str = "preview") -> str:
     return f"<!-- gpu-ci:mr-note stack={stack} source={source} -->"
 
 
-def _marker(note: NoteInput) -> str:
+def note_marker(note: NoteInput) -> str:
+    """The marker of the note `note` renders to: its stack, and the job that writes it."""
     return marker(note.stack, "offline" if note.offline else "preview")
 
 
@@ -155,7 +156,7 @@ def has_something_to_say(note: NoteInput) -> bool:
 def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> str:
     """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings."""
     summary = note.summary
-    parts = [_marker(note), f"### Infrastructure preview: stack `{note.stack}`", ""]
+    parts = [note_marker(note), f"### Infrastructure preview: stack `{note.stack}`", ""]
     if note.delta:
         parts += [*note.delta, ""]
     parts.append(_headline(note, summary))
@@ -200,7 +201,7 @@ def render_no_changes(note: NoteInput) -> str:
     return (
         "\n".join(
             [
-                _marker(note),
+                note_marker(note),
                 f"### Infrastructure preview: stack `{note.stack}`",
                 "",
                 f"No infrastructure changes{at}: {what} reports {note.summary.describe()}{log}.",

@@ -20,16 +20,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from infra.cloud.names import T
+
 ALLOW_VARIABLE: Final = "GPU_CI_ALLOW_REPLACE"
 """`GPU_CI_ALLOW_REPLACE=1` on the `up` job lets a reviewed replacement through (it is still listed)."""
 
 GUARDED_TYPES: Final = {
-    "scaleway:kubernetes/pool:Pool": "Kapsule pool",
+    T.POOL: "Kapsule pool",
     "scaleway:index/kubernetesNodePool:KubernetesNodePool": "Kapsule pool",
-    "scaleway:kubernetes/cluster:Cluster": "Kapsule cluster",
+    T.CLUSTER: "Kapsule cluster",
     "scaleway:index/kubernetesCluster:KubernetesCluster": "Kapsule cluster",
-    "kubernetes:core/v1:Namespace": "Kubernetes namespace",
-    "gitlab:index/userRunner:UserRunner": "GitLab runner registration",
+    T.NAMESPACE: "Kubernetes namespace",
+    T.USER_RUNNER: "GitLab runner registration",
     "gitlab:index/runner:Runner": "GitLab runner registration",
 }
 """Resource types whose replacement or deletion loses running jobs, and how to call them."""

@@ -19,9 +19,10 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
-from infra.workload.measure import parse_time
+from infra.gitlab_errors import gitlab_status
+from infra.workload.measure import FINISHED, parse_time
 
-SCOPES = ("success", "failed", "canceled")
+SCOPES = tuple(sorted(FINISHED))
 """Job statuses read: the ones that ran (or failed to). Skipped, manual and created jobs are not load."""
 SCOPE_ADVICE = "reading a project's jobs needs a token with the `read_api` scope and role Reporter or higher"
 MAX_RETRIES = 5
@@ -44,7 +45,6 @@ class History:
     created_at: datetime | None
     jobs: list[dict[str, Any]] = field(default_factory=list)
     pages: int = 0
-    rate_limited: int = 0
     runner_tags: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Tags of the runners that ran the jobs, where the token may read them (`GET /runners/:id`)."""
     runner_note: str = ""
@@ -85,14 +85,12 @@ class _RateLimitNotice:
 
     def __init__(self, say: Callable[[str], None], max_retries: int, max_wait: int) -> None:
         self.say, self.max_retries, self.max_wait = say, max_retries, max_wait
-        self.count = 0
         self.in_row = 0
 
     def __call__(self, response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
         if response.status_code != 429:
             self.in_row = 0
             return response
-        self.count += 1
         self.in_row += 1
         if self.in_row > self.max_retries:
             return response  # python-gitlab gives up now: GitlabHttpError 429
@@ -147,13 +145,11 @@ def read_history(
                 )
             if oldest < since:
                 break
-        progress.done()
         _read_runner_tags(client, history, max_retries)
-        history.rate_limited = notice.count
         return history
     except GitlabAuthenticationError as err:
         raise ReadError(
-            f"GitLab rejected the token ({_status(err)}): expired, revoked or mistyped; {SCOPE_ADVICE}"
+            f"GitLab rejected the token ({gitlab_status(err)}): expired, revoked or mistyped; {SCOPE_ADVICE}"
         ) from None
     except GitlabError as err:
         raise ReadError(*_explain(err, url, project, max_retries)) from None
@@ -177,7 +173,7 @@ def _read_runner_tags(client: gitlab.Gitlab, history: History, max_retries: int)
         except GitlabError as err:
             if err.response_code not in (403, 404):
                 raise
-            refused.append((err.response_code, _status(err)))
+            refused.append((err.response_code, gitlab_status(err)))
             continue
         history.runner_tags[runner_id] = tuple(runner.attributes.get("tag_list") or ())
     if refused:
@@ -189,7 +185,7 @@ def _read_runner_tags(client: gitlab.Gitlab, history: History, max_retries: int)
 
 
 def _explain(err: GitlabError, url: str, project: str, max_retries: int) -> tuple[str, int]:
-    message = _status(err)
+    message = gitlab_status(err)
     body = err.response_body.decode("utf-8", "replace") if isinstance(err.response_body, bytes) else ""
     if err.response_code == 403 and "insufficient_scope" in f"{message} {body}":
         return f"the token lacks the `read_api` scope (GitLab answered 403 insufficient_scope): {SCOPE_ADVICE}", 2
@@ -200,11 +196,3 @@ def _explain(err: GitlabError, url: str, project: str, max_retries: int) -> tupl
     if err.response_code == 429:
         return f"GitLab still rate-limits (HTTP 429) after {max_retries} retries: try again later", 1
     return f"GitLab answered {message} for project {project} on {url}", 1
-
-
-def _status(err: GitlabError) -> str:
-    text = (
-        err.error_message.decode("utf-8", "replace") if isinstance(err.error_message, bytes) else str(err.error_message)
-    )
-    code = str(err.response_code)
-    return text if text.startswith(code) else f"{code} {text}".strip()

@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from infra.routing import name_tokens
+
 if TYPE_CHECKING:
     from infra.model import Platform
 
-_NAME_SPLIT = re.compile(r"[^a-z0-9_]+")
 _WORD_SPLIT = re.compile(r"[^a-z0-9-]+")
 
 
@@ -75,13 +76,6 @@ def routing_of(platform: Platform) -> Routing:
         RunnerKey(runner.pool, runner.description, tuple(runner.tags)) for _, runner in sorted(platform.runners.items())
     )
     return Routing(profiles=profiles, runners=runners, pools=tuple(sorted(platform.pools)))
-
-
-def name_tokens(name: str) -> frozenset[str]:
-    """Words of a job name: `train-validate-dqn` -> train, validate, dqn; `hyperopt_ppo: [1]` -> hyperopt_ppo,
-    hyperopt, ppo, 1 (families may hold `_`, so both the whole word and its parts count)."""
-    words = [word for word in _NAME_SPLIT.split(name.lower()) if word]
-    return frozenset(words) | {part for word in words for part in word.split("_") if part}
 
 
 def runner_pool(job: JobFacts, routing: Routing) -> str | None:
