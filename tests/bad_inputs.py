@@ -649,6 +649,45 @@ HARDENING_CASES = [
         "platform.ci.variables entry with {secret: wandb_api_key}",
     ),
     Bad(
+        "token-under-an-unknown-key",
+        set_("gitlab", "token", value="glpat-abcdefghijklmnop1234"),
+        "platform.gitlab.token=<redacted>: looks like a GitLab token: the stack file is committed in clear and "
+        "plan prints it; a credential belongs in a stack secret (`pulumi config set --secret <key>`), never in the "
+        "platform spec",
+    ),
+    Bad(
+        "token-as-a-name",
+        set_("cluster", "name", value="glpat-abcdefghijklmnop1234"),
+        "platform.cluster.name=<redacted>: looks like a GitLab token: the stack file is committed in clear and "
+        "plan prints it; a credential belongs in a stack secret (`pulumi config set --secret <key>`), never in the "
+        "platform spec",
+    ),
+    Bad(
+        "token-in-a-url",
+        set_("gitlab", "url", value="https://oauth2:glpat-abcdefghijklmnop1234@gitlab.com"),
+        "platform.gitlab.url=<redacted>: looks like a GitLab token: the stack file is committed in clear and "
+        "plan prints it; a credential belongs in a stack secret (`pulumi config set --secret <key>`), never in the "
+        "platform spec",
+    ),
+    Bad(
+        "password-in-a-url",
+        set_("gitlab", "url", value="https://oauth2:hunter2-is-my-password@gitlab.com"),
+        "platform.gitlab.url='https://<redacted>@gitlab.com': not an https URL of a GitLab instance like "
+        "https://gitlab.example.com",
+    ),
+    Bad(
+        "password-under-an-unknown-key",
+        set_("gitlab", "password", value="hunter2-is-my-password"),
+        "platform.gitlab.password=<redacted>: unknown key (allowed: group, project, runner_scope, url)",
+    ),
+    Bad(
+        "token-as-a-pool-name",
+        lambda p: p["pools"].update({"glpat-abcdefghijklmnop1234": p["pools"]["ci-compile"]}),
+        "platform.pools=<redacted>: looks like a GitLab token: the stack file is committed in clear and "
+        "plan prints it; a credential belongs in a stack secret (`pulumi config set --secret <key>`), never in the "
+        "platform spec",
+    ),
+    Bad(
         "twenty-thousand-pools",
         _many_pools,
         "platform.pools={system: {node_type: 'PRO2-XXS', zone: 'fr-par-2', min_size: 1, max_size: "

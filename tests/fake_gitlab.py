@@ -35,6 +35,8 @@ class Request:
     path: str
     query: dict[str, str]
     body: dict[str, Any] | None
+    token: str | None = None
+    """The `PRIVATE-TOKEN` header it carried."""
 
 
 @dataclass
@@ -58,6 +60,8 @@ class FakeGitLab:
     ci_history: CiHistory | None = None
     """A project's CI jobs (`workload --from-gitlab`): see the CI job history block at the end."""
     url: str = ""
+    redirect_to: str | None = None
+    """Answer every request with a 302 to this base URL (another host: no token may follow)."""
     _next_id: int = 1000
     _clock: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -119,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length)) if length else None
         state = self.server.state
         with state._lock:
-            state.requests.append(Request(method, parts.path, query, body))
+            state.requests.append(Request(method, parts.path, query, body, self.headers.get("PRIVATE-TOKEN")))
             status, payload, headers = self._route(state, method, parts.path, query, body)
         data = json.dumps(payload).encode()
         self.send_response(status)
@@ -133,6 +137,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(  # noqa: PLR0911, PLR0912 - one branch per endpoint and per refusal, like the API it fakes
         self, state: FakeGitLab, method: str, path: str, query: dict[str, str], body: dict[str, Any] | None
     ) -> tuple[int, Any, dict[str, str]]:
+        if state.redirect_to is not None:
+            return 302, {"message": "moved"}, {"Location": state.redirect_to + self.path}
         token = state.tokens.get(self.headers.get("PRIVATE-TOKEN") or "")
         if token is None:
             return 401, {"message": "401 Unauthorized"}, {}
@@ -366,6 +372,12 @@ class CiHistory:
     runners: dict[int, list[str]] = field(default_factory=dict)
     """Runner id to its tags, served by `GET /runners/:id` to `runner_readers` (GitLab: Maintainers)."""
     runner_readers: frozenset[str] = frozenset()
+    next_base: str | None = None
+    """Where the `Link` header's pages point (another host, to test that no token follows); None: this one."""
+    next_url: str | None = None
+    """A fixed `rel="next"` URL instead of the next page's (a link off GitLab's API path)."""
+    redirect_jobs_to: str | None = None
+    """Answer the jobs list with a 302 to this URL (another host)."""
 
 
 _PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
@@ -373,7 +385,7 @@ _PROJECT_JOBS = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs$")
 _RUNNER = re.compile(r"^/api/v4/runners/(?P<runner>\d+)$")
 
 
-def route_ci_history(
+def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal, like the API it fakes
     history: CiHistory, handler: _Handler, method: str, path: str
 ) -> tuple[int, Any, dict[str, str]] | None:
     """The answer to a project, jobs or runner request, or None for a path this block does not serve."""
@@ -399,6 +411,8 @@ def route_ci_history(
             },
             {},
         )
+    if history.redirect_jobs_to is not None:
+        return 302, {"message": "moved"}, {"Location": history.redirect_jobs_to + path}
     if history.rate_limit > 0:
         history.rate_limit -= 1
         return 429, {"message": "Retry later"}, {"Retry-After": str(history.retry_after)}
@@ -408,7 +422,7 @@ def route_ci_history(
     per_page = min(int(query.get("per_page", ["20"])[-1]), 100)
     page = int(query.get("page", ["1"])[-1])
     chunk = jobs[(page - 1) * per_page : page * per_page]
-    base = f"http://{handler.headers['Host']}{path}"
+    base = (history.next_base or f"http://{handler.headers['Host']}") + path
     kept = [(k, v) for k, values in query.items() if k not in ("page", "per_page") for v in values]
 
     def link(number: int) -> str:
@@ -419,7 +433,7 @@ def route_ci_history(
     links = [f'<{link(1)}>; rel="first"']
     if page * per_page < len(jobs):
         headers["X-Next-Page"] = str(page + 1)
-        links.insert(0, f'<{link(page + 1)}>; rel="next"')
+        links.insert(0, f'<{history.next_url or link(page + 1)}>; rel="next"')
     if page > 1:
         headers["X-Prev-Page"] = str(page - 1)
         links.insert(0, f'<{link(page - 1)}>; rel="prev"')

@@ -144,3 +144,14 @@ def test_no_gitlab_and_no_token_are_one_line_and_exit_2(
     assert capsys.readouterr().err == (
         "error: --online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)\n"
     )
+
+
+def test_a_redirect_to_another_host_takes_no_token_there(
+    gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with running(FakeGitLab(tokens={"glpat-ml": Token(1, "ml-bot", frozenset({"api"}))})) as other:
+        gitlab.redirect_to = other.url
+        assert _run(str(SAMPLE), "--online", "--gitlab-url", gitlab.url) == 2
+    assert other.requests == []
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and f"sent the client on to {other.url}" in line and "glpat-ml" not in line

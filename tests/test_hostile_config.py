@@ -359,3 +359,29 @@ def test_plan_refuses_a_second_stack_file_that_collides_and_plans_one_that_does_
     assert len(err) == 5 and all(line.startswith("error: platform.") for line in err)
     _project(tmp_path, PROD_SETTINGS)
     assert _plan(tmp_path / "Pulumi.prod.yaml", capsys) == (0, [])
+
+
+TOKEN = "glpat-Abcdefghijklmnop1234"
+SECRET = "hunter2-is-my-password"
+IN_CLEAR = st.sampled_from(
+    [TOKEN, f"x{TOKEN}", f"{TOKEN}\n", f"https://oauth2:{TOKEN}@gitlab.com", f"https://me:{SECRET}@gitlab.com"]
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(path=st.sampled_from(PATHS), value=IN_CLEAR, as_key=st.booleans())
+def test_a_credential_anywhere_in_the_spec_is_never_printed(path: tuple[Any, ...], value: str, as_key: bool) -> None:
+    """Typed into any field (a name, a URL, an unknown key, a key itself): refused or warned, never echoed."""
+    platform = copy.deepcopy(DEV)
+    parent = platform
+    for part in path[:-1]:
+        parent = parent[part]
+    if as_key and isinstance(parent, dict):
+        parent[value] = parent.pop(path[-1])
+    else:
+        parent[path[-1]] = value
+    try:
+        shown = "\n".join(str(w) for w in load_platform(platform).warnings)
+    except SpecError as err:
+        shown = str(err)
+    assert TOKEN not in shown and SECRET not in shown, shown

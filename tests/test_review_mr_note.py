@@ -357,3 +357,14 @@ def test_a_note_edit_by_another_user_is_refused_by_gitlab(gitlab: FakeGitLab) ->
 )
 def test_judge_token_boundaries(facts: TokenFacts, reason: str | None) -> None:
     assert judge_token(facts, today=date(2026, 11, 30)) == reason
+
+
+def test_a_redirect_to_another_host_takes_no_token_there(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with running(FakeGitLab(tokens={"bot-token": BOT, "offline-token": OFFLINE_BOT})) as other:
+        gitlab.redirect_to = other.url
+        assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
+    assert other.requests == []
+    err = capsys.readouterr().err
+    assert f"sent the client on to {other.url}" in err and "bot-token" not in err

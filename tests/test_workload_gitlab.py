@@ -328,3 +328,30 @@ def test_a_malformed_stack_file_is_one_line_and_exit_2(tmp_path: Path, capsys: p
     bad.write_text("config: [\n", encoding="utf-8")
     assert main(["workload", "--from-gitlab", "--config", str(bad)]) == 2
     assert capsys.readouterr().err == "error: Pulumi.bad.yaml:2: not valid YAML: did not find expected node content\n"
+
+
+@pytest.mark.parametrize("how", ["redirect", "next-page", "next-page-off-api"])
+def test_the_token_never_reaches_another_host(
+    how: str, stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A redirect, or a `Link: rel="next"` page, on another host: nothing is sent there. A next page GitLab
+    builds on its own API path is fetched from the configured host instead (a GitLab behind a proxy)."""
+    with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history())) as other:
+        assert gitlab.ci_history is not None
+        if how == "redirect":
+            gitlab.ci_history.redirect_jobs_to = other.url
+        elif how == "next-page":
+            gitlab.ci_history.next_base = other.url
+        else:
+            gitlab.ci_history.next_url = f"{other.url}/jobs?page=2"
+        code = _run(stack, gitlab)
+    assert other.requests == []
+    err = capsys.readouterr().err
+    if how == "next-page":
+        assert code == 0
+        assert len(_job_pages(gitlab)) > 1
+        return
+    assert code == 2
+    [line] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert f"sent the client on to {other.url}" in line
+    assert "reader" not in err

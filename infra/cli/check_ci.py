@@ -114,7 +114,9 @@ def _ci_lint(
     import gitlab  # noqa: PLC0415
     import requests  # noqa: PLC0415
 
-    client = gitlab.Gitlab(url, private_token=token, job_token=job_token, timeout=30)
+    from infra.gitlab_api import OffHostRequest, connect  # noqa: PLC0415
+
+    client = connect(url, private_token=token, job_token=job_token)
     data: dict[str, Any] = {"content": content, "dry_run": True, "include_jobs": True}
     if ref:
         data["ref"] = ref
@@ -130,6 +132,8 @@ def _ci_lint(
             404: f"GitLab at {url} has no project {project}, or the token cannot see it (404)",
         }
         raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {err.error_message}")) from None
+    except OffHostRequest as err:
+        raise _OnlineError(str(err)) from None
     except requests.exceptions.RequestException as err:
         reason = err.__class__.__name__
         raise _OnlineError(f"cannot reach GitLab at {url} ({reason})") from None

@@ -46,6 +46,20 @@ PROVIDER_CREDENTIAL_KEYS = (
 """Provider settings that hold a credential: in a stack file they must be `secure:` values."""
 
 
+_USERINFO = re.compile(r"(?<=://)[^\s/?#@]+@")
+"""`user:password@` after a URL's scheme."""
+REDACTED = "<redacted>"
+
+
+def redact_credentials(text: str) -> str:
+    """`text` with every credential-shaped part (a token, a key, a URL's userinfo) replaced by `<redacted>`: the
+    last gate of every error and warning line, whatever field, key or reason quoted the value."""
+    text = _USERINFO.sub(REDACTED + "@", text)
+    for _, shape in _VALUE_SHAPES:
+        text = shape.sub(REDACTED, text)
+    return text
+
+
 def credential_name(name: str) -> bool:
     """Whether a variable name says it holds a credential (HF_TOKEN, WANDB_API_KEY, ...)."""
     return _NAME_WORDS.search(name.upper()) is not None

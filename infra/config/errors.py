@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from infra.config.credentials import credential_name, credential_value, redact_credentials
+
 CONFIG_ROOT = "platform"
 """The stack config key that holds the spec (`gpu-ci:platform`)."""
 
@@ -99,14 +101,38 @@ def raw_problems(raw: object) -> list[Problem]:
             return [Problem(CONFIG_ROOT, _ELIDED, f"holds more than {MAX_RAW_NODES} values, not a stack config")]
         if isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > MAX_INT_BITS:
             problems.append(Problem(key_path(*path), node, "is too large a number for any setting"))
+        elif isinstance(node, str) and (what := credential_value(node[:MAX_CREDENTIAL_SCAN])):
+            if not _is_variable(path):  # a variable's value has its own rule, which says how to make it a secret
+                problems.append(Problem(key_path(*path), Redacted(node), _in_clear(what)))
         elif isinstance(node, dict):
             stack.extend(
                 (value, (*path, key if isinstance(key, (str, int)) else str(key))) for key, value in node.items()
             )
             stack.extend((key, path) for key in node if isinstance(key, int) and not isinstance(key, bool))
+            problems.extend(
+                Problem(key_path(*path), Redacted(key), _in_clear(what))
+                for key in node
+                if isinstance(key, str) and (what := credential_value(key[:MAX_CREDENTIAL_SCAN]))
+            )
         elif isinstance(node, (list, tuple)):
             stack.extend((value, (*path, index)) for index, value in enumerate(node))
     return problems
+
+
+MAX_CREDENTIAL_SCAN = 4096
+"""Characters of a string searched for a credential's shape (every shape is far shorter)."""
+
+
+def _is_variable(path: tuple[str | int, ...]) -> bool:
+    """`ci.variables.<name>...` or `profiles.<p>.variables.<name>`: checked by the variables' own rule."""
+    return path[:2] == ("ci", "variables") or (len(path) > 2 and path[0] == "profiles" and path[2] == "variables")
+
+
+def _in_clear(what: str) -> str:
+    return (
+        f"looks like {what}: the stack file is committed in clear and plan prints it; a credential belongs in a "
+        "stack secret (`pulumi config set --secret <key>`), never in the platform spec"
+    )
 
 
 def key_path(*parts: str | int) -> str:
@@ -127,7 +153,7 @@ class Problem:
         reason = self.reason if len(self.reason) <= 2 * MAX_SHOWN else self.reason[: 2 * MAX_SHOWN - 1] + "…"
         if not reason.isprintable():  # a name with a newline, quoted in a reason, must not break the line
             reason = "".join(c if c.isprintable() else repr(c)[1:-1] for c in reason)
-        return f"{self.path}={format_value(self.value)}: {reason}"
+        return redact_credentials(f"{self.path}={format_value(self.value)}: {reason}")
 
 
 def missing() -> object:
@@ -160,6 +186,8 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
             value, reason = _MISSING, "required key is missing"
         elif kind == "extra_forbidden":
             reason = f"unknown key{_known_keys_hint(raw, loc)}"
+            if loc and credential_name(str(loc[-1])) and isinstance(value, str):
+                value = Redacted(value)
         elif kind in _BOUND_ERRORS:
             reason += " (gpu-ci's limit: docs/config-limits.md)"
         problems.append(Problem(key_path(*loc), value, reason))

@@ -25,7 +25,7 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
-from infra.gitlab_errors import gitlab_status
+from infra.gitlab_api import OffHostRequest, connect, gitlab_status
 
 JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
@@ -149,7 +149,7 @@ def _token_facts(client: gitlab.Gitlab, target: Target) -> TokenFacts:
 
 
 def _client(target: Target, token: str) -> gitlab.Gitlab:
-    return gitlab.Gitlab(target.url, private_token=token, timeout=30, retry_transient_errors=True)
+    return connect(target.url, private_token=token, retry_transient_errors=True)
 
 
 @contextmanager
@@ -163,6 +163,8 @@ def _translated(target: Target) -> Iterator[None]:
         ) from None
     except GitlabError as err:
         raise NoteError(explain(err, target)) from None
+    except OffHostRequest as err:
+        raise NoteError(str(err)) from None
     except requests.RequestException as err:
         raise NoteError(f"cannot reach GitLab at {target.url}: {err}") from None
 

@@ -19,7 +19,7 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
-from infra.gitlab_errors import gitlab_status
+from infra.gitlab_api import OffHostRequest, connect, gitlab_status
 from infra.workload.measure import FINISHED, parse_time
 
 SCOPES = tuple(sorted(FINISHED))
@@ -122,9 +122,7 @@ def read_history(
     """The project's jobs created since `since` (and the first older page's remainder), newest first."""
     progress = progress or Progress()
     notice = _RateLimitNotice(progress.say, max_retries, max_wait)
-    session = requests.Session()
-    session.hooks["response"].append(notice)
-    client = gitlab.Gitlab(url, private_token=token, timeout=30, session=session)
+    client = connect(url, private_token=token, hooks=[notice])
     try:
         remote = client.projects.get(project, max_retries=max_retries)
         created = remote.attributes.get("created_at")
@@ -153,6 +151,8 @@ def read_history(
         ) from None
     except GitlabError as err:
         raise ReadError(*_explain(err, url, project, max_retries)) from None
+    except OffHostRequest as err:
+        raise ReadError(str(err)) from None
     except requests.RequestException as err:
         raise ReadError(f"cannot reach GitLab at {url}: {err}", exit_code=1) from None
     finally:
