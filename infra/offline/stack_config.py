@@ -20,15 +20,12 @@ import yaml
 
 from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import format_value
+from infra.documents import STACK_FILE, YAML_LOADER, DocumentError, check_yaml_events, read_text
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-MAX_STACK_FILE_BYTES = 1 << 20
-"""A stack file larger than 1 MiB is refused unread (the dev stack's is about 4 KiB)."""
-MAX_EXPANDED_NODES = 50_000
-"""YAML nodes a stack file may expand to, aliases counted each time they are used (the dev stack: ~300)."""
 
 
-class StackFileError(ValueError):
+class StackFileError(DocumentError):
     """A stack file that cannot be read as a Pulumi stack config; str() is one line naming file and line."""
 
 
@@ -91,26 +88,16 @@ def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None =
     return StackConfig(project, stack, values, tuple(secret_keys))
 
 
-def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:  # noqa: PLR0912 - one check a branch
+def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The `config:` mapping of a stack file, and the line of each of its keys; StackFileError otherwise."""
     name = path.name
-    if path.is_dir():
-        raise StackFileError(f"{name}: is a directory, not a stack file")
     try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_STACK_FILE_BYTES + 1)
-    except OSError as err:
-        raise StackFileError(f"{name}: cannot be read ({err.strerror or err})") from None
-    if len(data) > MAX_STACK_FILE_BYTES:
-        raise StackFileError(f"{name}: larger than {MAX_STACK_FILE_BYTES // 1024} KiB, not a stack file")
+        text = read_text(path, STACK_FILE)
+        check_yaml_events(text, name, STACK_FILE)
+    except DocumentError as err:
+        raise StackFileError(str(err)) from None
+    loader = YAML_LOADER(text)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise StackFileError(f"{name}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from None
-    loader = _LOADER(text)
-    try:
-        _check_events(text)
         root = loader.get_single_node()
         if root is None:
             return {}, {}
@@ -152,45 +139,6 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:  # noq
 
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _MAX_NUMBER_TEXT = 100
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when PyYAML has it (several times faster), else the pure-Python one."""
-MAX_DEPTH = 64
-"""Nesting of mappings and lists a stack file may have (the dev stack: 6)."""
-
-
-def _check_events(text: str) -> None:
-    """One streaming pass over the YAML events, before any node is built: nesting depth, recursive aliases, and
-    the size the document expands to with every alias counted each time it is used (a "billion laughs" file
-    is ten lines that expand to a billion values)."""
-    total = 0
-    open_nodes: list[tuple[str | None, int]] = []  # (anchor, total when it started)
-    sizes: dict[str, int] = {}
-    for event in yaml.parse(text, Loader=_LOADER):
-        line = event.start_mark.line + 1 if event.start_mark is not None else 1
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor not in sizes:
-                raise StackFileError(f"{line}: a recursive or undefined alias *{event.anchor}")
-            total += sizes[event.anchor]
-        elif isinstance(event, yaml.ScalarEvent):
-            total += 1
-            if event.anchor is not None:
-                sizes[event.anchor] = 1
-        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            open_nodes.append((event.anchor, total))
-            total += 1
-            if len(open_nodes) > MAX_DEPTH:
-                raise StackFileError(f"{line}: nested more than {MAX_DEPTH} levels deep, not a stack config")
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            anchor, started = open_nodes.pop()
-            if anchor is not None:
-                sizes[anchor] = total - started
-        if total > MAX_EXPANDED_NODES:
-            raise StackFileError(
-                f"{line}: expands to more than {MAX_EXPANDED_NODES} values (each alias counted where it is used), "
-                "not a stack config"
-            )
 
 
 def _check_nodes(root: yaml.Node) -> None:
