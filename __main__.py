@@ -9,9 +9,9 @@ import pulumi
 from infra.cloud.platform import build_platform
 from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
-from infra.config.secrets import secret_config_keys
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.render.report import stack_report
+from infra.sim.day import simulate_day
 
 config = pulumi.Config()
 try:
@@ -20,7 +20,8 @@ except ValueError as err:  # JSON the engine passed but Python will not read (e.
     raise pulumi.RunError(f"platform: not a readable config object ({str(err).splitlines()[0][:200]})") from None
 try:
     platform = load_platform(raw)
-    report = stack_report(platform)
+    day = simulate_day(platform)  # the simulated day of the workload: the report, the outputs and `plan` read it
+    report = stack_report(platform, day)
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
 
@@ -28,7 +29,7 @@ for warning in platform.warnings:
     pulumi.log.warn(str(warning))
 
 secrets = {}  # the stack secrets the spec names (cache keys, secret CI variables), kept Pulumi secrets
-for key in secret_config_keys(platform.spec):
+for key in platform.spec.secret_config_keys():
     secrets[key] = config.require_secret(key)  # a missing one stops here, before any resource
     if not pulumi.runtime.is_config_secret(config.full_key(key)):
         raise pulumi.RunError(f"{config.full_key(key)} is stored in plain text: pulumi config set --secret {key} ...")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Literal
 
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _QUANTITY = re.compile(rf"(?P<number>{_NUMBER})(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?")
@@ -142,3 +143,16 @@ def format_gib(amount: Fraction | int | float) -> str:
 def exact_decimal(value: float | Fraction) -> Fraction:
     """A config number as the exact decimal the user wrote (0.34, not the nearest binary float)."""
     return Fraction(str(value)) if isinstance(value, float) else Fraction(value)
+
+
+Quantity = Cpu | Memory
+
+
+def magnitude(quantity: Quantity) -> Fraction | int:
+    """A comparable number: cores for CPU, bytes for memory."""
+    return quantity.cores if isinstance(quantity, Cpu) else quantity.bytes
+
+
+def parse_quantity(kind: Literal["cpu", "memory"], text: object) -> Quantity:
+    """A CPU or memory quantity, parsed strictly (QuantityError says why not)."""
+    return Cpu.parse(text) if kind == "cpu" else Memory.parse(text)

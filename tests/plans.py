@@ -18,7 +18,7 @@ from infra.offline.stack_config import StackConfig
 
 def plan_json(config: StackConfig, run: ProgramRun) -> dict[str, Any]:
     """The plan document of `run`, through JSON as `plan --json` writes it."""
-    document = plan_document(config, run.namespace["platform"], run)
+    document = plan_document(config, run.namespace["platform"], run.namespace["day"], run)
     return json.loads(json.dumps(document, sort_keys=True, default=str))
 
 

@@ -10,7 +10,7 @@ import pytest
 from bad_inputs import ALL_CASES, Bad
 
 from infra.config.errors import SpecError
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from infra.capacity import fit_problems, profile_fit
-from infra.config.platform import PlatformSpec, load_spec
-from infra.model import load_platform
+from infra.capacity import profile_fit
+from infra.config.load import load_spec
+from infra.config.platform import PlatformSpec
+from infra.model.checks import fit_problems
+from infra.model.platform import load_platform
 from infra.render.report import capacity_rows, render_pool_table
 
 

@@ -16,7 +16,7 @@ import yaml
 from fake_gitlab import FakeGitLab, Token, running
 
 from infra.__main__ import main
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.render.ci_templates import render_ci_templates
 
 SAMPLE = Path(__file__).parent / "fixtures" / "training-repo"

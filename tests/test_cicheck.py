@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from infra.__main__ import main
-from infra.config.platform import load_spec
-from infra.model import derive
+from infra.config.load import load_spec
+from infra.model.platform import derive
 from infra.pipeline.resolve import ResolveError
 from infra.pipeline.rules import check_pipeline
 from infra.render.ci_templates import render_ci_templates

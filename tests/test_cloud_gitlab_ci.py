@@ -12,8 +12,8 @@ import pytest
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.names import T
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
-from infra.config.platform import load_spec
-from infra.model import load_platform
+from infra.config.load import load_spec
+from infra.model.platform import load_platform
 from infra.offline.mocks import RecordedResource, RecordingMonitor, is_secret
 from infra.render.ci_templates import render_ci_templates
 

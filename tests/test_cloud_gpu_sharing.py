@@ -10,7 +10,7 @@ import yaml
 
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
 from infra.cloud.names import T
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.mocks import RecordedResource, RecordingMonitor
 from infra.render.device_plugin import NO_SHARING_KEY, cluster_policy_patch, device_plugin_configs
 

@@ -8,7 +8,7 @@ import pulumi
 
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
 from infra.cloud.names import T
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, RecordedResource, RecordingMonitor, is_secret
 from infra.offline.stack_config import StackConfig

@@ -12,7 +12,7 @@ import pytest
 from infra.cloud.names import T
 from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
 from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.mocks import (
     MOCK_GROUP_ID,
     MOCK_PROJECT_ID,

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from infra.cost import cost_report, price_rows
-from infra.dispatch import split_evenly, workload_jobs
-from infra.model import load_platform
+from infra.model.platform import load_platform
+from infra.model.prices import price_rows
 from infra.render.report import render_report
 from infra.render.text import format_eur
+from infra.sim.day import simulate_day
+from infra.sim.platform_scenario import split_evenly, workload_jobs
 
 L4, L40S, PRO2_XXS = Fraction("0.7875"), Fraction("1.469916"), Fraction("0.0561")
 
@@ -32,7 +33,7 @@ def test_the_workload_becomes_bursts_spread_over_the_day(dev_platform: dict[str,
 
 
 def test_dev_stack_day_by_hand(dev_platform: dict[str, Any]) -> None:
-    cost = cost_report(load_platform(dev_platform))
+    cost = simulate_day(load_platform(dev_platform))
     assert cost is not None
     pools = {p.pool: p for p in cost.pools}
     # ci-compile, per burst: 4 RL jobs, 2 per L4; node ready at 15, two rounds of 30 min: empty at 75, removed 80.
@@ -64,13 +65,15 @@ def test_the_design_claim_about_l4_prices(dev_platform: dict[str, Any]) -> None:
     assert f"{float(1 - l4.node_ratio):.3f}" == "0.464"
     assert l4.eur_per_job_hour == L4 / 2
     assert rows["ci-training"].job_ratio == Fraction(1, 4)
-    report = render_report(load_platform(dev_platform))
+    platform = load_platform(dev_platform)
+    report = render_report(platform, simulate_day(platform))
     assert "53.6 % (46.4 % cheaper)" in report
     assert "0.3938" in report  # 0.39375 rounded half up
 
 
 def test_report_shows_new_against_old(dev_platform: dict[str, Any]) -> None:
-    report = render_report(load_platform(dev_platform))
+    platform = load_platform(dev_platform)
+    report = render_report(platform, simulate_day(platform))
     assert "new setup                                                      13.9774" in report
     assert "old: L40S-1-48G, one job at a time, always on + idle L4-1-24G  54.1780" in report
     assert "New setup: 25.8 % of the old daily cost" in report
@@ -83,10 +86,10 @@ def test_a_day_the_old_setup_cannot_hold(dev_platform: dict[str, Any]) -> None:
     dev_platform["workload"]["batches_per_day"] = 12  # bursts 2 h apart
     dev_platform["workload"]["profiles"]["supervised"].update(jobs_per_day=96, minutes_per_job=45)
     platform = load_platform(dev_platform)
-    cost = cost_report(platform)
+    cost = simulate_day(platform)
     assert cost is not None and not cost.baseline.keeps_up
     assert cost.failed_jobs == 0
-    report = render_report(platform)
+    report = render_report(platform, cost)
     assert "do not fit in 24 h on one node" in report
     assert "Failed jobs: none." in report
 
@@ -94,7 +97,7 @@ def test_a_day_the_old_setup_cannot_hold(dev_platform: dict[str, Any]) -> None:
 def test_no_workload_no_cost_section(dev_platform: dict[str, Any]) -> None:
     del dev_platform["workload"]
     spec = load_platform(dev_platform)
-    assert cost_report(spec) is None
-    report = render_report(spec)
+    assert simulate_day(spec) is None
+    report = render_report(spec, None)
     assert "A day, new setup against old" not in report
     assert "against one job at a time on L40S-1-48G" in report  # the dearest GPU pool is the reference

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from infra.config.base import DNS_LABEL
-from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, Platform, load_platform
+from infra.model.platform import Platform, load_platform
+from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.render.device_plugin import (
     NO_SHARING_KEY,
     cluster_policy_patch,

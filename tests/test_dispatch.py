@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from infra.__main__ import main
-from infra.dispatch import PlannedJob, scenario, sim_pools, sim_runners, single_runner
-from infra.model import Platform, load_platform
-from infra.simulate import Upgrade, bound_makespan, simulate
+from infra.model.platform import Platform, load_platform
+from infra.sim.bound import bound_makespan
+from infra.sim.engine import simulate
+from infra.sim.platform_scenario import PlannedJob, scenario, sim_pools, sim_runners, single_runner
+from infra.sim.scenario import Upgrade
 
 SAMPLE_PIPELINE = Path(__file__).parent / "fixtures" / "training-repo" / ".gitlab-ci.yml"
 

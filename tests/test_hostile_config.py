@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from infra.__main__ import main as cli_main
 from infra.capacity import MANAGER_MEMORY_REQUEST
 from infra.config.errors import SpecError
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig, load_stack_config
 from infra.offline.stacks import stack_collisions

@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from infra.config.errors import SpecError
-from infra.model import Platform, derive, load_platform
+from infra.job_overrides import pool_selector
+from infra.model.platform import Platform, derive, load_platform
+from infra.model.runners import go_quote_meta
 from infra.offline.stack_config import load_stack_config
-from infra.routing import go_quote_meta, pool_selector
 
 GOOD = {"ci-compile": "k8s.scaleway.com/pool-name=ci-compile", "ci-training": "k8s.scaleway.com/pool-name=ci-training"}
 HOSTILE = [

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from repos import git
 
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.pipeline.resolve import resolve_file
 from infra.render.ci_templates import render_ci_templates
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from infra.__main__ import main
-from infra.config.platform import load_spec
-from infra.model import derive, load_platform
+from infra.config.load import load_spec
+from infra.model.platform import derive, load_platform
 from infra.pipeline.resolve import ResolveError, resolve_file
 from infra.pipeline.rules import check_pipeline, platform_templates
 from infra.render.ci_templates import render_ci_templates

@@ -7,7 +7,7 @@ import tomllib
 import yaml
 from plans import PlanRun
 
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.stack_config import StackConfig
 from infra.render.ci_templates import render_ci_templates
 from infra.render.runner import render_runner_config, runner_helm_values

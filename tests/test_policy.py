@@ -35,9 +35,10 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 from infra.catalog import BUILTIN_NODE_TYPES
 from infra.config.errors import SpecError
 from infra.config.gpu_operator import GpuOperatorSpec
-from infra.config.platform import load_spec
+from infra.config.load import load_spec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
-from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, POLICY_MIN_POLL_TIMEOUT_SECONDS
+from infra.model.checks import POLICY_MIN_POLL_TIMEOUT_SECONDS
+from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.policy_check import analyzed, engine_props

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from infra.capacity import profile_fit
 from infra.config.errors import SpecError
-from infra.cost import cost_report
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.stack_config import StackConfig
 from infra.quantity import Cpu, Memory, QuantityError
+from infra.sim.day import simulate_day
 
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 DECIMAL = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
@@ -102,9 +102,9 @@ def test_more_jobs_never_cost_less_or_drain_sooner(
     platform = copy.deepcopy(dev_stack.get("platform"))
     load = platform["workload"]["profiles"]["rl"]
     load.update(jobs_per_day=rl_jobs, minutes_per_job=minutes)
-    fewer = cost_report(load_platform(platform))
+    fewer = simulate_day(load_platform(platform))
     load["jobs_per_day"] = rl_jobs + extra
-    more = cost_report(load_platform(platform))
+    more = simulate_day(load_platform(platform))
     assert fewer is not None and more is not None
     assert more.eur_per_day >= fewer.eur_per_day
     assert more.makespan_minutes >= fewer.makespan_minutes

@@ -12,10 +12,11 @@ import pytest
 import yaml
 from check_jsonschema.builtin_schemas import get_builtin_schema
 
-from infra.model import load_platform
+from infra.job_overrides import JOB_RESOURCES
+from infra.model.platform import load_platform
+from infra.quantity import magnitude, parse_quantity
 from infra.render.ci_templates import ci_templates, render_ci_templates
 from infra.render.runner import render_runner_config
-from infra.routing import JOB_RESOURCES, magnitude, parse_quantity
 
 SAMPLE_REPO = Path(__file__).parent / "fixtures" / "training-repo"
 GITLAB_CI_SCHEMA = get_builtin_schema("vendor.gitlab-ci")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.render.runner import (
     CACHE_SECRET_NAME,
     render_runner_config,

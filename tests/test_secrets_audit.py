@@ -102,14 +102,14 @@ def test_provider_outputs_holding_secrets_are_marked_secret(audited: tuple[Stack
 def test_no_secret_in_outputs_logs_artifacts_or_plan(audited: tuple[StackConfig, ProgramRun]) -> None:
     stack, run = audited
     secrets = _secret_values(run)
-    platform = run.namespace["platform"]
-    artifacts = render_artifacts(platform)
+    platform, day = run.namespace["platform"], run.namespace["day"]
+    artifacts = render_artifacts(platform, day)
     public = [
         *(json.dumps(out.value, default=str) for out in run.outputs.values() if not out.secret),
         *(message for _, message in run.logs),
         *artifacts.values(),
-        json.dumps(plan_document(stack, platform, run), default=str),
-        render_plan(stack, platform, run, None, artifacts),
+        json.dumps(plan_document(stack, platform, day, run), default=str),
+        render_plan(stack, platform, day, run, out=None, artifacts=artifacts),
     ]
     for text in public:
         for value, owner in secrets.items():

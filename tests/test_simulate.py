@@ -18,18 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra.simulate import (
-    MAX_JOBS,
-    JobResult,
-    Scenario,
-    SimJob,
-    SimPool,
-    SimRunner,
-    Strategy,
-    Upgrade,
-    bound_makespan,
-    simulate,
-)
+from infra.sim.bound import bound_makespan
+from infra.sim.engine import simulate
+from infra.sim.results import JobResult
+from infra.sim.scenario import MAX_JOBS, Scenario, SimJob, SimPool, SimRunner, Strategy, Upgrade
 
 L4, L40S = Fraction("0.7875"), Fraction("1.4699")
 RL_TAGS = frozenset({"kapsule", "gpu"})

@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from infra.__main__ import main
-from infra.cost import cost_report
-from infra.dispatch import scenario, workload_jobs
-from infra.model import Platform, load_platform
+from infra.model.platform import Platform, load_platform
 from infra.render.text import format_eur
-from infra.simulate import simulate
+from infra.sim.day import simulate_day
+from infra.sim.engine import simulate
+from infra.sim.platform_scenario import scenario, workload_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +62,7 @@ def test_a_second_l40s_node_side_by_side(dev_platform: dict[str, Any], capsys: p
     )
     assert rows["per-pool runners: GPU EUR"][:2] == (format_eur(old_eur), format_eur(new_eur))
     assert rows["per-pool runners: failed jobs"] == ("0", str(new_failed), "=")
-    old_day, new_day = cost_report(current), cost_report(changed)
+    old_day, new_day = simulate_day(current), simulate_day(changed)
     assert old_day is not None and new_day is not None
     assert rows["plan: EUR/day"] == (
         format_eur(old_day.eur_per_day),

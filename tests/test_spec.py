@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
-from infra.model import load_platform
+from infra.config.load import load_spec
+from infra.model.platform import load_platform
 
 Edit = Callable[[dict[str, Any]], None]
 

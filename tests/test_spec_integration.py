@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
-from infra.config.runner import default_pool, manager_pool
-from infra.config.secrets import secret_config_keys
+from infra.config.load import load_spec
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -18,7 +16,7 @@ Edit = Callable[[dict[str, Any]], None]
 def test_dev_stack_sections_are_the_design(dev_platform: dict[str, Any]) -> None:
     spec = load_spec(dev_platform)
     assert (spec.runner.namespace, spec.runner.chart_version) == ("gitlab-runner", "0.86.0")
-    assert (default_pool(spec), manager_pool(spec)) == ("ci-compile", "system")
+    assert (spec.default_pool(), spec.manager_pool()) == ("ci-compile", "system")
     assert spec.runner.tags == ("kapsule", "gpu")
     assert spec.runner.job_timeout_seconds == 3 * 3600
     assert (spec.gitlab.project, spec.gitlab.runner_scope) == ("ml-team/training", "project")
@@ -26,17 +24,17 @@ def test_dev_stack_sections_are_the_design(dev_platform: dict[str, Any]) -> None
     assert spec.ci.image == "${REGISTRY}/training:${CI_COMMIT_SHA}"
     assert (spec.registry.namespace, spec.registry.needs_pull_secret) == ("gpu-ci", True)
     assert spec.runner.cache is None
-    assert secret_config_keys(spec) == ["registry_pull_secret_key"]  # the bootstrap pull key, committed encrypted
+    assert spec.secret_config_keys() == ["registry_pull_secret_key"]  # the bootstrap pull key, committed encrypted
 
 
 def test_default_pool_is_the_cheapest_profile_pool(dev_platform: dict[str, Any]) -> None:
     del dev_platform["runner"]["default_pool"]
     del dev_platform["runner"]["manager_pool"]
     spec = load_spec(dev_platform)
-    assert default_pool(spec) == "ci-compile"  # L4 0.7875 EUR/h < L40S 1.4699 EUR/h
-    assert manager_pool(spec) == "system"  # the always-on pool without a GPU
+    assert spec.default_pool() == "ci-compile"  # L4 0.7875 EUR/h < L40S 1.4699 EUR/h
+    assert spec.manager_pool() == "system"  # the always-on pool without a GPU
     dev_platform["node_types"] = {"L4-1-24G": {"eur_per_hour": "2"}}
-    assert default_pool(load_spec(dev_platform)) == "ci-training"
+    assert load_spec(dev_platform).default_pool() == "ci-training"
 
 
 def test_sections_have_defaults_except_the_project(dev_platform: dict[str, Any]) -> None:
@@ -67,7 +65,7 @@ def test_variables_shorthand_and_secret_defaults(dev_platform: dict[str, Any]) -
     assert variables["DATASET"].effective_protected is True
     wandb = variables["WANDB_API_KEY"]
     assert (wandb.is_secret, wandb.effective_masked, wandb.effective_protected) == (True, True, True)
-    assert secret_config_keys(spec) == [
+    assert spec.secret_config_keys() == [
         "registry_pull_secret_key",
         "runner_cache_access_key",
         "runner_cache_secret_key",

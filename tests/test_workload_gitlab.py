@@ -21,8 +21,8 @@ from fake_gitlab import CiHistory, FakeGitLab, Token, running
 from workload_history import POLL_TIMEOUT_SECONDS, RUNNERS, Figures, build_history
 
 from infra.__main__ import main
-from infra.config.platform import load_spec
-from infra.model import load_platform
+from infra.config.load import load_spec
+from infra.model.platform import load_platform
 from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
 from infra.workload.gitlab_jobs import Progress
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from infra.model import load_platform
+from infra.model.platform import load_platform
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 from infra.workload.mapping import JobFacts, ProfileKey, Routing, RunnerKey, name_tokens, profile_of, routing_of
 from infra.workload.measure import Job, measure, observed_days, percentile

@@ -18,7 +18,7 @@ from typing import Any
 
 from infra.cli import fail
 from infra.config.errors import SpecError
-from infra.model import Platform, load_platform
+from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackFileError, load_stack_config
 from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
 from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates

@@ -16,7 +16,7 @@ from typing import Any
 from infra.cli import fail
 from infra.cloud.names import COMPONENT_NAME, KAPSULE_TOKEN, T, child_name
 from infra.config.errors import SpecError
-from infra.config.platform import load_spec
+from infra.config.load import load_spec
 from infra.offline.stack_config import load_stack_config
 
 _ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f-]{36}$")

@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 
 from infra.cli import fail
-from infra.model import Platform
+from infra.model.platform import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.policy_check import Violation, policy_report
@@ -25,6 +25,7 @@ from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
+from infra.sim.day import CostReport
 
 MAX_CELL = 110
 
@@ -49,20 +50,21 @@ def main(args: argparse.Namespace) -> int:
             raise run.error
         return fail(str(run.error))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
+    day: CostReport | None = run.namespace["day"]  # and its day simulated once
     path = stack_file(args.stack, path=args.config)
     if collisions := stack_collisions(platform, path):  # what it shares with the project's other stacks
         for problem in collisions:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     verdict = policy_report(run)
-    artifacts = render_artifacts(platform)
+    artifacts = render_artifacts(platform, day)
     if args.out:
         write_artifacts(args.out, artifacts)
     if args.json:
-        json.dump(plan_document(config, platform, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
+        json.dump(plan_document(config, platform, day, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_plan(config, platform, run, args.out, artifacts, verdict=verdict))
+        sys.stdout.write(render_plan(config, platform, day, run, out=args.out, artifacts=artifacts, verdict=verdict))
     blocking = [v for v in verdict if v.level == "mandatory"]
     for violation in blocking:
         print(f"error: {violation}", file=sys.stderr)
@@ -82,7 +84,11 @@ def ordered(run: ProgramRun) -> list[RecordedResource]:
 
 
 def plan_document(
-    config: StackConfig, platform: Platform, run: ProgramRun, verdict: list[Violation] | None = None
+    config: StackConfig,
+    platform: Platform,
+    day: CostReport | None,
+    run: ProgramRun,
+    verdict: list[Violation] | None = None,
 ) -> dict[str, Any]:
     """The plan as data, secrets masked: what `--json` prints and what MR diffs compare."""
     return {
@@ -103,7 +109,7 @@ def plan_document(
             name: "[secret]" if out.secret else displayable(out.value) for name, out in sorted(run.outputs.items())
         },
         "capacity": capacity_rows(platform),
-        "report": render_report(platform),
+        "report": render_report(platform, day),
         "warnings": [
             *(message for level, message in run.logs if level == "warning"),
             *(str(v) for v in verdict or []),
@@ -115,10 +121,11 @@ def plan_document(
 def render_plan(
     config: StackConfig,
     platform: Platform,
+    day: CostReport | None,
     run: ProgramRun,
+    *,
     out: Path | None,
     artifacts: dict[str, str],
-    *,
     verdict: list[Violation] | None = None,
 ) -> str:
     resources = ordered(run)
@@ -133,7 +140,7 @@ def render_plan(
         f"{sum(1 for r in resources if not r.custom)} components):\n",
         render_table(("type", "name", "key inputs"), rows),
         "\n",
-        render_report(platform),
+        render_report(platform, day),
     ]
     warnings = [message for level, message in run.logs if level == "warning"]
     if warnings:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from infra.cli import fail
 from infra.config.errors import SpecError
-from infra.model import Platform, load_platform
+from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
 from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
 from infra.workload.mapping import routing_of

@@ -24,7 +24,7 @@ from pulumiverse_scaleway import network as scw_network
 
 from infra.cloud.names import KAPSULE_TOKEN, child_name
 from infra.config.cluster import ClusterSpec
-from infra.model import Pool
+from infra.model.pools import Pool
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from infra.cloud.names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, RE
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
 from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
-from infra.model import Platform
+from infra.model.platform import Platform
 from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import cluster_policy_patch, device_plugin_configs
 from infra.render.runner import runner_helm_values

@@ -42,7 +42,7 @@ from infra.config.runner import (
     CHART_REPOSITORY,
     RunnerSpec,
 )
-from infra.model import Runner
+from infra.model.runners import Runner
 from infra.render.runner import (
     CACHE_SECRET_ANNOTATION,
     CACHE_SECRET_NAME,

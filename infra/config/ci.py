@@ -8,16 +8,11 @@ for secrets, the name of a stack secret (`pulumi config set --secret <name> ...`
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from infra.config.base import MAX_STRING, MAX_VARIABLES, CiVariableName, SpecModel, is_ci_variable_name
-from infra.config.credentials import credential_kind, credential_problem
-from infra.config.errors import Problem, Redacted, key_path
-
-if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
+from infra.config.base import MAX_STRING, MAX_VARIABLES, CiVariableName, SpecModel
 
 _CONFIG_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 _TEMPLATES_PATH = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]{0,254}\.ya?ml")
@@ -151,47 +146,3 @@ class CiSpec(SpecModel):
     def secret_config_keys(self) -> list[str]:
         """Stack secrets the variables read, sorted."""
         return sorted({v.secret for v in self.variables.values() if v.secret is not None})
-
-
-def ci_problems(spec: PlatformSpec) -> list[Problem]:
-    """Variable names GitLab would refuse, that would shadow what gpu-ci or GitLab set, or credentials in clear."""
-    problems = []
-    derived = {*DERIVED_VARIABLES, spec.ci.registry_variable}
-    for name, variable in sorted(spec.ci.variables.items()):
-        reason = None
-        shown: object = variable.value if variable.value is not None else {"secret": variable.secret}
-        if not is_ci_variable_name(name):
-            reason = "not a valid CI variable name (letters, digits, '_')"
-        elif name in derived:
-            reason = f"{name} is derived by gpu-ci; do not set it here"
-        elif name.startswith("KUBERNETES_"):
-            reason = "would size or route every job; routing comes from the profiles' templates"
-        elif name.startswith(("CI_", "GITLAB_")):
-            reason = "would shadow a GitLab predefined variable"
-        elif variable.value is not None and (reason := credential_problem(name, variable.value)):
-            shown = Redacted(variable.value)
-        if reason:
-            problems.append(Problem(key_path("ci", "variables", name), shown, reason))
-    for profile_name, profile in sorted(spec.profiles.items()):
-        for name, value in sorted(profile.variables.items()):
-            what = credential_kind(name, value)
-            if what:
-                problems.append(
-                    Problem(
-                        key_path("profiles", profile_name, "variables", name),
-                        Redacted(value),
-                        f"looks like {what}: profile variables are committed in clear into the templates file; "
-                        f"make it a platform.ci.variables entry with {{secret: {name.lower()}}}",
-                    )
-                )
-    ci = spec.ci
-    if ci.registry_variable != DEFAULT_REGISTRY_VARIABLE and "${REGISTRY}" in ci.image:
-        problems.append(
-            Problem(
-                key_path("ci", "image"),
-                ci.image,
-                f"uses ${{REGISTRY}}, but ci.registry_variable is {ci.registry_variable}: "
-                f"write ${{{ci.registry_variable}}}",
-            )
-        )
-    return problems

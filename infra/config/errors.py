@@ -173,8 +173,9 @@ _BOUND_ERRORS = ("less_than_equal", "less_than", "too_long", "string_too_long")
 """pydantic errors of a stated upper bound (a number, a count, a length): the line says where it is explained."""
 
 
-def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]:
-    """Turn pydantic's errors into key=value lines, with the value the user wrote."""
+def problems_from_validation(exc: ValidationError, raw: object, model: type[BaseModel]) -> list[Problem]:
+    """Turn pydantic's errors into key=value lines, with the value the user wrote; `model` is the one that
+    validated `raw` (its fields name the keys allowed beside a typo)."""
     problems = []
     errors = exc.errors(include_url=False)
     for err in errors[:MAX_PROBLEMS]:
@@ -185,7 +186,7 @@ def problems_from_validation(exc: ValidationError, raw: object) -> list[Problem]
         if kind == "missing":
             value, reason = _MISSING, "required key is missing"
         elif kind == "extra_forbidden":
-            reason = f"unknown key{_known_keys_hint(raw, loc)}"
+            reason = f"unknown key{_known_keys_hint(model, loc)}"
             if loc and credential_name(str(loc[-1])) and isinstance(value, str):
                 value = Redacted(value)
         elif kind in _BOUND_ERRORS:
@@ -219,11 +220,9 @@ def _config_path(loc: tuple[str | int, ...], raw: object) -> list[str | int]:
     return path
 
 
-def _known_keys_hint(raw: object, loc: list[str | int]) -> str:
+def _known_keys_hint(model: type[BaseModel], loc: list[str | int]) -> str:
     """Name the keys allowed next to a typo'd one, read from the model that rejected it."""
-    from infra.config.platform import PlatformSpec  # noqa: PLC0415 - avoids an import cycle
-
-    node: object = PlatformSpec
+    node: object = model
     for part in loc[:-1]:
         node = _strip_optional(node)
         if isinstance(node, type) and issubclass(node, BaseModel):

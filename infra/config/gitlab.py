@@ -7,15 +7,11 @@ The GitLab provider itself is configured by provider config, not here: `gitlab:b
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import field_validator
 
 from infra.config.base import SpecModel
-from infra.config.errors import Problem, key_path
-
-if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
 
 _SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}"
 _GROUP_PATH = re.compile(rf"{_SEGMENT}(/{_SEGMENT}){{0,19}}")
@@ -59,32 +55,3 @@ class GitlabSpec(SpecModel):
         if value is not None and (len(value) > MAX_PATH or not _GROUP_PATH.fullmatch(value)):
             raise ValueError("not a group path like ml-team or ml-team/research")
         return value
-
-
-def gitlab_problems(spec: PlatformSpec) -> list[Problem]:
-    """A group scope needs the group, and the training project must sit in it."""
-    gitlab, problems = spec.gitlab, []
-    needs_group = [
-        (scope_key, value)
-        for scope_key, value in (
-            ("gitlab.runner_scope", gitlab.runner_scope),
-            ("ci.variables_scope", spec.ci.variables_scope),
-        )
-        if value == "group"
-    ]
-    if not needs_group:
-        return []
-    if gitlab.group is None:
-        return [
-            Problem(key_path("gitlab", "group"), None, f"{key} 'group' needs the group's full path")
-            for key, _ in needs_group[:1]
-        ]
-    if not gitlab.project.startswith(f"{gitlab.group}/"):
-        why = {
-            "gitlab.runner_scope": "a group runner serves only the group's projects",
-            "ci.variables_scope": "group variables reach only the group's projects",
-        }[needs_group[0][0]]
-        problems.append(
-            Problem(key_path("gitlab", "project"), gitlab.project, f"is not in group {gitlab.group!r}: {why}")
-        )
-    return problems

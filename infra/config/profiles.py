@@ -20,6 +20,15 @@ MAX_JOB_NAME = 255
 """GitLab's limit on a job name, the template's included."""
 _TEMPLATE = re.compile(r"\.[a-z0-9][a-z0-9_-]*")
 _FAMILY = re.compile(r"[a-z0-9][a-z0-9_]{0,62}")
+_NAME_SPLIT = re.compile(r"[^a-z0-9_]+")
+
+
+def name_tokens(name: str) -> frozenset[str]:
+    """Words of a job name, which name a profile's `families`: `train-validate-dqn` -> train, validate, dqn;
+    `hyperopt_ppo: [1]` -> hyperopt_ppo, hyperopt, ppo, 1 (families may hold `_`, so both the whole word and its
+    parts count)."""
+    words = [word for word in _NAME_SPLIT.split(name.lower()) if word]
+    return frozenset(words) | {part for word in words for part in word.split("_") if part}
 
 
 class ProfileSpec(SpecModel):

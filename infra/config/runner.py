@@ -10,7 +10,7 @@ timeouts, the tags that route jobs to them and the optional cache.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -23,10 +23,6 @@ from infra.config.base import (
     duration_seconds,
     is_dns_label,
 )
-from infra.config.errors import Problem, format_value, key_path
-
-if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
 
 CHART_REPOSITORY = "https://charts.gitlab.io"
 CHART_NAME = "gitlab-runner"
@@ -149,75 +145,3 @@ class RunnerSpec(SpecModel):
     @property
     def job_timeout_seconds(self) -> int:
         return duration_seconds(self.job_timeout)
-
-
-def targeted_pools(spec: PlatformSpec) -> list[str]:
-    """Pools that some profile sends jobs to (existing ones only), sorted."""
-    return sorted({p.pool for p in spec.profiles.values() if p.pool in spec.pools})
-
-
-def default_pool(spec: PlatformSpec) -> str | None:
-    """The runner's default pool: as configured, else the cheapest pool a profile targets."""
-    if spec.runner.default_pool is not None:
-        return spec.runner.default_pool
-    priced = [(node.eur_per_hour, name) for name in targeted_pools(spec) if (node := spec.pool_node(name)) is not None]
-    return min(priced)[1] if priced else None
-
-
-def manager_pool(spec: PlatformSpec) -> str | None:
-    """The manager's pool: as configured, else the first always-on pool without a GPU."""
-    if spec.runner.manager_pool is not None:
-        return spec.runner.manager_pool
-    for name in spec.always_on_pools():
-        if spec.pool_node(name) is not None and not spec.is_gpu_pool(name):
-            return name
-    return None
-
-
-def runner_problems(spec: PlatformSpec) -> list[Problem]:
-    """The runner's pools exist and suit their role."""
-    runner, problems = spec.runner, []
-    pools = ", ".join(sorted(spec.pools))
-    targeted = targeted_pools(spec)
-    # a profile on a missing or CPU pool: reported with the profile, not again here
-    dangling = any(not spec.is_gpu_pool(p.pool) for p in spec.profiles.values())
-    if runner.default_pool is not None and runner.default_pool not in spec.pools:
-        problems.append(Problem(key_path("runner", "default_pool"), runner.default_pool, f"no such pool ({pools})"))
-    elif runner.default_pool is not None and runner.default_pool not in targeted and not dangling:
-        problems.append(
-            Problem(
-                key_path("runner", "default_pool"),
-                runner.default_pool,
-                "no profile targets it: every job of the runner gets one nvidia.com/gpu and a profile's size "
-                f"(pools of profiles: {format_value(targeted)})",
-            )
-        )
-    chosen = manager_pool(spec)
-    path = key_path("runner", "manager_pool")
-    if not spec.always_on_pools() and spec.cluster.type == "kapsule":
-        return problems  # reported once, as the cluster's missing always-on pool
-    if chosen is None:
-        problems.append(
-            Problem(path, None, "no always-on pool without a GPU: the runner manager needs one to run all the time")
-        )
-    elif chosen not in spec.pools:
-        problems.append(Problem(path, chosen, f"no such pool ({pools})"))
-    elif not spec.pools[chosen].always_on:
-        problems.append(
-            Problem(
-                path,
-                chosen,
-                f"is not always-on (min_size={spec.pools[chosen].min_size}): the runner manager must run all the "
-                "time to pick up jobs",
-            )
-        )
-    elif spec.is_gpu_pool(chosen):
-        problems.append(
-            Problem(
-                path,
-                chosen,
-                "is a GPU pool: its nvidia.com/gpu taint keeps the manager off, and a GPU node would bill around "
-                "the clock",
-            )
-        )
-    return problems

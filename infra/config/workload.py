@@ -6,8 +6,6 @@ setup with the old one (`baseline`: every job on one node, one at a time, billed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from infra.config.base import (
@@ -20,10 +18,6 @@ from infra.config.base import (
     StrictFloat,
     StrictInt,
 )
-from infra.config.errors import Problem, key_path
-
-if TYPE_CHECKING:
-    from infra.config.platform import PlatformSpec
 
 
 class ProfileLoadSpec(SpecModel):
@@ -56,43 +50,3 @@ class WorkloadSpec(SpecModel):
     """Daily load by profile name."""
     baseline: BaselineSpec = BaselineSpec()
     """The old setup the report compares with."""
-
-
-def workload_problems(spec: PlatformSpec) -> list[Problem]:
-    """References: workload profiles must exist, baseline node types must be in the catalogue."""
-    workload = spec.workload
-    if workload is None:
-        return []
-    problems = []
-    for name in sorted(workload.profiles):
-        if name not in spec.profiles:
-            problems.append(
-                Problem(
-                    key_path("workload", "profiles", name),
-                    name,
-                    f"no such profile (profiles: {', '.join(sorted(spec.profiles))})",
-                )
-            )
-    total = sum(load.jobs_per_day for load in workload.profiles.values())
-    if total > MAX_JOBS_PER_DAY:
-        problems.append(
-            Problem(
-                key_path("workload", "profiles"),
-                {name: load.jobs_per_day for name, load in sorted(workload.profiles.items())},
-                f"{total} jobs a day in all, above gpu-ci's limit of {MAX_JOBS_PER_DAY} (the cost model "
-                "simulates every job; docs/config-limits.md)",
-            )
-        )
-    baseline = workload.baseline
-    if baseline.node_type not in spec.catalog:
-        problems.append(Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "unknown node type"))
-    elif not spec.catalog[baseline.node_type].is_gpu:
-        problems.append(
-            Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "has no GPU to run the jobs on")
-        )
-    for node_type in baseline.idle_node_types:
-        if node_type not in spec.catalog:
-            problems.append(
-                Problem(key_path("workload", "baseline", "idle_node_types"), node_type, "unknown node type")
-            )
-    return problems

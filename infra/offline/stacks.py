@@ -14,7 +14,7 @@ from pathlib import Path
 
 from infra.config.errors import Problem, SpecError, key_path
 from infra.config.platform import PlatformSpec
-from infra.model import Platform, load_platform
+from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackFileError, list_stacks, load_stack_config, stack_file
 
 

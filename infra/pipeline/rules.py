@@ -22,19 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.config.pools import POOL_NAME_LABEL
-from infra.model import Platform, Runner, derive
+from infra.config.profiles import name_tokens
+from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
+from infra.model.platform import Platform, derive
+from infra.model.runners import Runner
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
-from infra.quantity import QuantityError
+from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
 from infra.render.ci_templates import render_ci_templates
-from infra.routing import (
-    JOB_RESOURCES,
-    NODE_SELECTOR_PREFIX,
-    JobResource,
-    Quantity,
-    magnitude,
-    name_tokens,
-    parse_quantity,
-)
 
 if TYPE_CHECKING:
     from infra.config.platform import PlatformSpec

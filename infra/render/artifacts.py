@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 
-from infra.model import Platform
+from infra.model.platform import Platform
 from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import render_cluster_policy_patch, render_config_map
 from infra.render.report import capacity_rows, render_report
 from infra.render.runner import render_runner_config, render_runner_values
+from infra.sim.day import CostReport
 
 
-def render_artifacts(platform: Platform) -> dict[str, str]:
-    """File name -> content, for every artifact derived from the spec (one config and values file per runner)."""
+def render_artifacts(platform: Platform, cost: CostReport | None) -> dict[str, str]:
+    """File name -> content, for every artifact derived from the spec (one config and values file per runner);
+    `cost` is the simulated day of the workload (`infra.sim.day.simulate_day`)."""
     artifacts = {
-        "capacity.txt": render_report(platform),
+        "capacity.txt": render_report(platform, cost),
         "capacity.json": json.dumps(capacity_rows(platform), indent=2, sort_keys=True) + "\n",
         "ci-templates.yml": render_ci_templates(platform),
     }
@@ -29,7 +31,6 @@ def render_artifacts(platform: Platform) -> dict[str, str]:
     if platform.gpu_pools:
         artifacts["device-plugin-config.yaml"] = render_config_map(platform)
         artifacts["cluster-policy-patch.json"] = render_cluster_policy_patch(platform)
-    cost = platform.cost
     if cost is not None:
         artifacts["cost.json"] = json.dumps(cost.as_json(), indent=2, sort_keys=True) + "\n"
     return artifacts

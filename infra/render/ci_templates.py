@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from infra.render.yaml_text import dump_yaml
 
 if TYPE_CHECKING:
-    from infra.model import Platform
+    from infra.model.platform import Platform
 
 
 def ci_templates(platform: Platform) -> dict[str, dict[str, Any]]:

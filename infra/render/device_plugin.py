@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from infra.config.pools import NO_SHARING, GpuSharing
-from infra.model import Platform
+from infra.model.platform import Platform
 from infra.render.yaml_text import dump_yaml
 
 GPU_RESOURCE = "nvidia.com/gpu"

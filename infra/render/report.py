@@ -5,11 +5,13 @@ from __future__ import annotations
 from fractions import Fraction
 
 from infra.capacity import format_gb
-from infra.cost import CostReport, price_rows
-from infra.model import DEVICE_PLUGIN_CONFIG_LABEL, Platform, Pool
+from infra.model.platform import Platform
+from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL, Pool
+from infra.model.prices import price_rows
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
 from infra.render.text import format_eur, render_table
+from infra.sim.day import CostReport
 
 
 def capacity_rows(platform: Platform) -> list[dict[str, object]]:
@@ -42,16 +44,16 @@ def _gpu(pool: Pool) -> str:
     return pool.node.gpu_summary or "-"
 
 
-def render_report(platform: Platform) -> str:
+def render_report(platform: Platform, cost: CostReport | None) -> str:
     """Per pool: node type, allocatable, jobs per node and what binds it, EUR/h while up and idle; the runners;
-    then GPU sharing, prices against the old way, and (with a workload) the daily cost and drain time."""
+    then GPU sharing, prices against the old way, and (with a workload: `cost`, its simulated day) the daily cost
+    and drain time."""
     parts = [
         "Capacity (per node, while a pool is up):\n" + render_pool_table(platform),
         render_runners(platform),
     ]
     if platform.gpu_pools:
         parts += [render_sharing(platform), render_prices(platform)]
-    cost = platform.cost
     if cost is not None:
         parts.append(render_cost(platform, cost))
     return "\n".join(parts)
@@ -253,11 +255,10 @@ def _hours(value: Fraction) -> str:
     return f"{float(value):.2f}"
 
 
-def stack_report(platform: Platform) -> dict[str, object]:
-    """The figures the stack exports beside its resources (`capacity`, and `cost` with a workload): computed
-    before any registration, from the derived platform."""
+def stack_report(platform: Platform, cost: CostReport | None) -> dict[str, object]:
+    """The figures the stack exports beside its resources (`capacity`, and `cost`: the simulated day of a
+    workload): computed before any registration, from the derived platform."""
     report: dict[str, object] = {"capacity": capacity_rows(platform)}
-    cost = platform.cost
     if cost is not None:
         report["cost"] = cost.as_json()
     return report

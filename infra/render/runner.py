@@ -33,12 +33,13 @@ import yaml
 
 from infra.capacity import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST
 from infra.config.pools import POOL_NAME_LABEL
-from infra.model import GPU_TAINT
+from infra.job_overrides import JOB_RESOURCES
+from infra.model.pools import GPU_TAINT
 from infra.render.yaml_text import dump_yaml
-from infra.routing import JOB_RESOURCES
 
 if TYPE_CHECKING:
-    from infra.model import Platform, Runner
+    from infra.model.platform import Platform
+    from infra.model.runners import Runner
 
 REGISTRY_PULL_SECRET_NAME = "registry-pull"
 CACHE_SECRET_NAME = "runner-cache-s3"

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from infra.routing import name_tokens
+from infra.config.profiles import name_tokens
 
 if TYPE_CHECKING:
-    from infra.model import Platform
+    from infra.model.platform import Platform
 
 _WORD_SPLIT = re.compile(r"[^a-z0-9-]+")
 

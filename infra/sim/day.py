@@ -1,9 +1,9 @@
 """What a day of CI jobs costs, how long its bursts take, and whether any job fails: the new setup simulated
-against the old one (pure: no Pulumi).
+against the old one (pure: no Pulumi). `simulate_day(platform)`: whoever needs the day asks once per command.
 
-One model for all three figures: the day of `platform.workload` is dispatched by `infra.simulate` (GitLab's
+One model for all three figures: the day of `platform.workload` is dispatched by `infra.sim.engine` (GitLab's
 queue, the per-pool runners' slots, Pending pods, `poll_timeout`, cold starts, scale-down, per-minute billing;
-`infra.dispatch` builds the scenario). From its result:
+`infra.sim.platform_scenario` builds the scenario). From its result:
 - EUR per day: the scaled GPU nodes' billed minutes at their price, plus the always-on nodes (`min_size`,
   e.g. the system pool) 24 h a day;
 - per burst, its makespan (from queued to its last job's end); the report shows the largest;
@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from infra.dispatch import MINUTES_PER_DAY, PlannedJob, scenario, workload_jobs
 from infra.quantity import exact_decimal
-from infra.simulate import Scenario, SimJob, SimPool, SimResult, SimRunner, simulate
+from infra.sim.engine import simulate
+from infra.sim.platform_scenario import MINUTES_PER_DAY, PlannedJob, scenario, workload_jobs
+from infra.sim.results import SimResult
+from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner
 
 if TYPE_CHECKING:
-    from infra.model import Platform
+    from infra.model.platform import Platform
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ def _round(value: Fraction, digits: int) -> float:
     return round(float(value), digits)
 
 
-def cost_report(platform: Platform) -> CostReport | None:
+def simulate_day(platform: Platform) -> CostReport | None:
     """The simulated day of the spec's workload, new setup and old; None without a workload."""
     workload = platform.spec.workload
     if workload is None:
@@ -245,47 +247,3 @@ def _baseline(platform: Platform, jobs: list[PlannedJob]) -> Baseline:
         busy_hours_per_day=sum((job.minutes for job in jobs), Fraction(0)) / 60,
         makespan_minutes=largest_burst(jobs, result),
     )
-
-
-@dataclass(frozen=True)
-class PriceRow:
-    """A GPU pool's price against a reference node running one job at a time (the old way)."""
-
-    pool: str
-    node_type: str
-    eur_per_hour: Fraction
-    jobs_per_node: int
-    reference: str
-    reference_eur_per_hour: Fraction
-
-    @property
-    def node_ratio(self) -> Fraction:
-        """This node's hourly price as a fraction of the reference's."""
-        return self.eur_per_hour / self.reference_eur_per_hour
-
-    @property
-    def eur_per_job_hour(self) -> Fraction:
-        """What one job slot costs per hour when the node is full."""
-        return self.eur_per_hour / max(1, self.jobs_per_node)
-
-    @property
-    def job_ratio(self) -> Fraction:
-        """A job-hour here as a fraction of a job-hour alone on the reference node."""
-        return self.eur_per_job_hour / self.reference_eur_per_hour
-
-
-def price_rows(platform: Platform) -> list[PriceRow]:
-    """Each GPU pool against the baseline node type (or, without a workload, the dearest GPU pool's type)."""
-    spec = platform.spec
-    gpu_pools = [pool for pool in platform.pools.values() if pool.is_gpu]
-    if not gpu_pools:
-        return []
-    if spec.workload is not None:
-        reference = spec.workload.baseline.node_type
-    else:
-        reference = max(gpu_pools, key=lambda p: (p.eur_per_hour, p.node_type)).node_type
-    reference_price = spec.catalog[reference].eur_per_hour
-    return [
-        PriceRow(pool.name, pool.node_type, pool.eur_per_hour, pool.jobs_per_node, reference, reference_price)
-        for pool in gpu_pools
-    ]

@@ -1,5 +1,5 @@
-"""The platform as a dispatch scenario (pure): its pools and runners, and the jobs of its workload, for
-`infra.simulate`.
+"""The platform as a dispatch scenario (pure): its pools and runners, and the jobs of its workload, for the
+engine (`infra.sim.engine`).
 
 The pools are the GPU pools that a runner serves, with their derived job slots, cold start, price and the
 cluster-autoscaler's scale-down settings. The runners are the platform's: one per pool, tags as rendered,
@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Literal
 
 from infra.config.base import duration_seconds
 from infra.quantity import exact_decimal
-from infra.simulate import Scenario, SimJob, SimPool, SimRunner, Upgrade
+from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner, Upgrade
 
 if TYPE_CHECKING:
-    from infra.model import Platform, Pool
+    from infra.model.platform import Platform
+    from infra.model.pools import Pool
 
 MINUTES_PER_DAY = 24 * 60
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.dispatch import PlannedJob
-from infra.model import Platform
+from infra.model.platform import Platform
 from infra.pipeline.resolve import resolve_file
 from infra.pipeline.rules import platform_templates
 from infra.quantity import exact_decimal
+from infra.sim.platform_scenario import PlannedJob
 
 
 def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:

@@ -1,0 +1,398 @@
+"""The spec's refusals and warnings: everything `load_spec` checks beyond a field's own type and bounds.
+
+Two homes say "no" in gpu-ci. This is the first: what one section, or a reference between sections, gets wrong,
+known from the spec alone. (Types, patterns, bounds and counts sit on the fields themselves, in each section's
+model; what only shows once pools, runners and templates are derived is `infra.model.checks`.)
+
+Checked here, each as one `platform.<key>=<value>: <reason>` problem:
+- node types: a type that is not built in states every figure (`node_types`);
+- cluster: an adopted cluster is in the stack's region, auto-upgrade needs a minor version, the name;
+- pools: the name (a DNS label), a known node type (with a close match), a zone of the region that sells the
+  type, min_size <= max_size >= 1, a fixed size without autoscaling, the root volume's floor, GPU sharing on a
+  GPU pool only, node labels (syntax, reserved prefixes); at least one always-on pool on a Kapsule cluster;
+- profiles: the name, an existing GPU pool, limits at or above requests; templates and families unique;
+- workload: its profiles exist, the day's jobs within the cap, baseline node types known and GPU;
+- runner: `default_pool` exists and is targeted, `manager_pool` (as set or chosen) is an always-on CPU pool;
+- gitlab: a group scope names the group, and the project sits in it;
+- ci: variable names GitLab accepts, none that shadows a derived, `KUBERNETES_*`, `CI_*` or `GITLAB_*`
+  variable, no credential in clear (CI or profile variables), `image` names the configured registry variable.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from infra.catalog import BUILTIN_CATALOG
+from infra.config.base import (
+    MAX_JOBS_PER_DAY,
+    is_ci_variable_name,
+    is_dns_label,
+    label_key_problem,
+    label_value_problem,
+)
+from infra.config.ci import DEFAULT_REGISTRY_VARIABLE, DERIVED_VARIABLES
+from infra.config.credentials import credential_kind, credential_problem
+from infra.config.errors import Problem, Redacted, format_value, key_path
+from infra.config.platform import MIN_GPU_ROOT_VOLUME_GB, MIN_ROOT_VOLUME_GB, RESERVED_LABEL_PREFIXES, PlatformSpec
+from infra.config.pools import POOL_NAME_LABEL
+
+
+def spec_problems(spec: PlatformSpec) -> list[Problem]:
+    """Every rule of this module (listed in its docstring), in the order of the spec's sections."""
+    if not spec.profiles:
+        return [Problem(key_path("profiles"), {}, "no profile: the runner routes jobs by profile, give at least one")]
+    return [
+        *_catalog_problems(spec),
+        *_cluster_problems(spec),
+        *(p for name in sorted(spec.pools) for p in _pool_problems(spec, name)),
+        *_always_on_problems(spec),
+        *(p for name in sorted(spec.profiles) for p in _profile_problems(spec, name)),
+        *_uniqueness_problems(spec),
+        *_workload_problems(spec),
+        *_runner_problems(spec),
+        *_gitlab_problems(spec),
+        *_ci_problems(spec),
+    ]
+
+
+def _catalog_problems(spec: PlatformSpec) -> list[Problem]:
+    problems = []
+    for name, override in sorted(spec.node_types.items()):
+        if name not in BUILTIN_CATALOG:
+            missing = override.missing_for_new_type()
+            if missing:
+                problems.append(
+                    Problem(
+                        key_path("node_types", name),
+                        name,
+                        f"not a built-in node type, so it must state {', '.join(missing)}",
+                    )
+                )
+    return problems
+
+
+def _cluster_problems(spec: PlatformSpec) -> list[Problem]:
+    cluster, problems = spec.cluster, []
+    if cluster.existing_id and not cluster.existing_id.startswith(f"{spec.region}/"):
+        problems.append(
+            Problem(
+                key_path("cluster", "existing_id"), cluster.existing_id, f"is not in the stack's region {spec.region!r}"
+            )
+        )
+    if cluster.auto_upgrade and cluster.auto_upgrade.enable and cluster.version.count(".") != 1:
+        problems.append(
+            Problem(
+                key_path("cluster", "version"),
+                cluster.version,
+                "auto_upgrade needs a minor version (e.g. 1.35): patches are applied by Scaleway",
+            )
+        )
+    if not is_dns_label(cluster.name):
+        problems.append(Problem(key_path("cluster", "name"), cluster.name, "must be lower case a-z, 0-9 and '-'"))
+    return problems
+
+
+def _pool_problems(spec: PlatformSpec, name: str) -> list[Problem]:
+    pool, path = spec.pools[name], ("pools", name)
+    problems = []
+    if not is_dns_label(name):
+        return [
+            Problem(
+                key_path(*path),
+                name,
+                "pool name must be 1-63 of a-z, 0-9 and '-' (it is a label value "
+                "and part of the runner's node-selector regex)",
+            )
+        ]
+    if pool.node_type not in spec.catalog:
+        close = difflib.get_close_matches(pool.node_type, spec.catalog.names(), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(spec.catalog.names())}"
+        return [
+            Problem(
+                key_path(*path, "node_type"),
+                pool.node_type,
+                f"unknown node type; {hint} (add it under platform.node_types)",
+            )
+        ]
+    node = spec.catalog[pool.node_type]
+    if not pool.zone.startswith(f"{spec.region}-"):
+        problems.append(Problem(key_path(*path, "zone"), pool.zone, f"is not a zone of the region {spec.region!r}"))
+    elif node.zones is not None and pool.zone not in node.zones:
+        problems.append(
+            Problem(
+                key_path(*path, "zone"),
+                pool.zone,
+                f"{pool.node_type} is not sold there (zones: {', '.join(sorted(node.zones))})",
+            )
+        )
+    if pool.min_size > pool.max_size:
+        problems.append(Problem(key_path(*path, "min_size"), pool.min_size, f"is above max_size={pool.max_size}"))
+    elif pool.max_size < 1:
+        problems.append(Problem(key_path(*path, "max_size"), pool.max_size, "must be >= 1"))
+    elif not pool.autoscaling and pool.min_size != pool.max_size:
+        problems.append(
+            Problem(
+                key_path(*path, "max_size"),
+                pool.max_size,
+                f"a pool without autoscaling has a fixed size: set it equal to min_size={pool.min_size}",
+            )
+        )
+    volume = spec.root_volume_gb(name)
+    floor = MIN_GPU_ROOT_VOLUME_GB if node.is_gpu else MIN_ROOT_VOLUME_GB
+    if volume < floor:
+        why = "CUDA images need room" if node.is_gpu else "Kapsule's minimum"
+        problems.append(Problem(key_path(*path, "root_volume_size_gb"), volume, f"must be >= {floor} GB ({why})"))
+    problems += _sharing_problems(spec, name)
+    for key, value in sorted(pool.labels.items()):
+        reason = label_key_problem(key) or label_value_problem(value)
+        if reason is None and key.startswith(RESERVED_LABEL_PREFIXES):
+            reason = f"prefix reserved: {POOL_NAME_LABEL} is set by Kapsule, nvidia.com/ labels by gpu-ci"
+        if reason:
+            problems.append(Problem(key_path(*path, "labels", key), value, reason))
+    return problems
+
+
+def _sharing_problems(spec: PlatformSpec, name: str) -> list[Problem]:
+    """Sharing is a GPU pool's (its replicas are checked by the sharing variant itself)."""
+    pool = spec.pools[name]
+    if pool.gpu_sharing.strategy == "none" or spec.catalog[pool.node_type].is_gpu:
+        return []
+    path = key_path("pools", name, "gpu_sharing", "strategy")
+    return [Problem(path, pool.gpu_sharing.strategy, f"{pool.node_type} has no GPU to share")]
+
+
+def _always_on_problems(spec: PlatformSpec) -> list[Problem]:
+    if spec.always_on_pools() or spec.cluster.type != "kapsule":
+        return []
+    return [
+        Problem(
+            key_path("pools"),
+            sorted(spec.pools),
+            "no pool has min_size >= 1: a mutualized Kapsule cluster needs an always-on pool "
+            "(runner manager, kube-system)",
+        )
+    ]
+
+
+def _profile_problems(spec: PlatformSpec, name: str) -> list[Problem]:
+    profile, path = spec.profiles[name], ("profiles", name)
+    if not is_dns_label(name):
+        return [Problem(key_path(*path), name, "profile name must be 1-63 of a-z, 0-9 and '-'")]
+    if profile.pool not in spec.pools:
+        return [
+            Problem(key_path(*path, "pool"), profile.pool, f"no such pool (pools: {', '.join(sorted(spec.pools))})")
+        ]
+    pool = spec.pools[profile.pool]
+    if spec.pool_node(profile.pool) is not None and not spec.is_gpu_pool(profile.pool):
+        return [
+            Problem(
+                key_path(*path, "pool"),
+                profile.pool,
+                f"is not a GPU pool ({pool.node_type}); every CI job requests one nvidia.com/gpu",
+            )
+        ]
+    problems = []
+    if profile.cpu_limit.cores < profile.cpu_request.cores:
+        problems.append(
+            Problem(
+                key_path(*path, "cpu_limit"), profile.cpu_limit.text, f"is below cpu_request={profile.cpu_request.text}"
+            )
+        )
+    if profile.memory_limit.bytes < profile.memory_request.bytes:
+        problems.append(
+            Problem(
+                key_path(*path, "memory_limit"),
+                profile.memory_limit.text,
+                f"is below memory_request={profile.memory_request.text}",
+            )
+        )
+    return problems
+
+
+def _uniqueness_problems(spec: PlatformSpec) -> list[Problem]:
+    problems = []
+    seen_templates: dict[str, str] = {}
+    seen_families: dict[str, str] = {}
+    for name, profile in sorted(spec.profiles.items()):
+        if profile.template in seen_templates:
+            problems.append(
+                Problem(
+                    key_path("profiles", name, "template"),
+                    profile.template,
+                    f"already used by profile {seen_templates[profile.template]!r}",
+                )
+            )
+        seen_templates.setdefault(profile.template, name)
+        for family in profile.families:
+            if family in seen_families:
+                problems.append(
+                    Problem(
+                        key_path("profiles", name, "families"),
+                        family,
+                        f"already routed by profile {seen_families[family]!r}",
+                    )
+                )
+            seen_families.setdefault(family, name)
+    return problems
+
+
+def _workload_problems(spec: PlatformSpec) -> list[Problem]:
+    """References: workload profiles must exist, baseline node types must be in the catalogue."""
+    workload = spec.workload
+    if workload is None:
+        return []
+    problems = []
+    for name in sorted(workload.profiles):
+        if name not in spec.profiles:
+            problems.append(
+                Problem(
+                    key_path("workload", "profiles", name),
+                    name,
+                    f"no such profile (profiles: {', '.join(sorted(spec.profiles))})",
+                )
+            )
+    total = sum(load.jobs_per_day for load in workload.profiles.values())
+    if total > MAX_JOBS_PER_DAY:
+        problems.append(
+            Problem(
+                key_path("workload", "profiles"),
+                {name: load.jobs_per_day for name, load in sorted(workload.profiles.items())},
+                f"{total} jobs a day in all, above gpu-ci's limit of {MAX_JOBS_PER_DAY} (the cost model "
+                "simulates every job; docs/config-limits.md)",
+            )
+        )
+    baseline = workload.baseline
+    if baseline.node_type not in spec.catalog:
+        problems.append(Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "unknown node type"))
+    elif not spec.catalog[baseline.node_type].is_gpu:
+        problems.append(
+            Problem(key_path("workload", "baseline", "node_type"), baseline.node_type, "has no GPU to run the jobs on")
+        )
+    for node_type in baseline.idle_node_types:
+        if node_type not in spec.catalog:
+            problems.append(
+                Problem(key_path("workload", "baseline", "idle_node_types"), node_type, "unknown node type")
+            )
+    return problems
+
+
+def _runner_problems(spec: PlatformSpec) -> list[Problem]:
+    """The runner's pools exist and suit their role."""
+    runner, problems = spec.runner, []
+    pools = ", ".join(sorted(spec.pools))
+    targeted = spec.targeted_pools()
+    # a profile on a missing or CPU pool: reported with the profile, not again here
+    dangling = any(not spec.is_gpu_pool(p.pool) for p in spec.profiles.values())
+    if runner.default_pool is not None and runner.default_pool not in spec.pools:
+        problems.append(Problem(key_path("runner", "default_pool"), runner.default_pool, f"no such pool ({pools})"))
+    elif runner.default_pool is not None and runner.default_pool not in targeted and not dangling:
+        problems.append(
+            Problem(
+                key_path("runner", "default_pool"),
+                runner.default_pool,
+                "no profile targets it: every job of the runner gets one nvidia.com/gpu and a profile's size "
+                f"(pools of profiles: {format_value(targeted)})",
+            )
+        )
+    chosen = spec.manager_pool()
+    path = key_path("runner", "manager_pool")
+    if not spec.always_on_pools() and spec.cluster.type == "kapsule":
+        return problems  # reported once, as the cluster's missing always-on pool
+    if chosen is None:
+        problems.append(
+            Problem(path, None, "no always-on pool without a GPU: the runner manager needs one to run all the time")
+        )
+    elif chosen not in spec.pools:
+        problems.append(Problem(path, chosen, f"no such pool ({pools})"))
+    elif not spec.pools[chosen].always_on:
+        problems.append(
+            Problem(
+                path,
+                chosen,
+                f"is not always-on (min_size={spec.pools[chosen].min_size}): the runner manager must run all the "
+                "time to pick up jobs",
+            )
+        )
+    elif spec.is_gpu_pool(chosen):
+        problems.append(
+            Problem(
+                path,
+                chosen,
+                "is a GPU pool: its nvidia.com/gpu taint keeps the manager off, and a GPU node would bill around "
+                "the clock",
+            )
+        )
+    return problems
+
+
+def _gitlab_problems(spec: PlatformSpec) -> list[Problem]:
+    """A group scope needs the group, and the training project must sit in it."""
+    gitlab, problems = spec.gitlab, []
+    needs_group = [
+        (scope_key, value)
+        for scope_key, value in (
+            ("gitlab.runner_scope", gitlab.runner_scope),
+            ("ci.variables_scope", spec.ci.variables_scope),
+        )
+        if value == "group"
+    ]
+    if not needs_group:
+        return []
+    if gitlab.group is None:
+        return [
+            Problem(key_path("gitlab", "group"), None, f"{key} 'group' needs the group's full path")
+            for key, _ in needs_group[:1]
+        ]
+    if not gitlab.project.startswith(f"{gitlab.group}/"):
+        why = {
+            "gitlab.runner_scope": "a group runner serves only the group's projects",
+            "ci.variables_scope": "group variables reach only the group's projects",
+        }[needs_group[0][0]]
+        problems.append(
+            Problem(key_path("gitlab", "project"), gitlab.project, f"is not in group {gitlab.group!r}: {why}")
+        )
+    return problems
+
+
+def _ci_problems(spec: PlatformSpec) -> list[Problem]:
+    """Variable names GitLab would refuse, that would shadow what gpu-ci or GitLab set, or credentials in clear."""
+    problems = []
+    derived = {*DERIVED_VARIABLES, spec.ci.registry_variable}
+    for name, variable in sorted(spec.ci.variables.items()):
+        reason = None
+        shown: object = variable.value if variable.value is not None else {"secret": variable.secret}
+        if not is_ci_variable_name(name):
+            reason = "not a valid CI variable name (letters, digits, '_')"
+        elif name in derived:
+            reason = f"{name} is derived by gpu-ci; do not set it here"
+        elif name.startswith("KUBERNETES_"):
+            reason = "would size or route every job; routing comes from the profiles' templates"
+        elif name.startswith(("CI_", "GITLAB_")):
+            reason = "would shadow a GitLab predefined variable"
+        elif variable.value is not None and (reason := credential_problem(name, variable.value)):
+            shown = Redacted(variable.value)
+        if reason:
+            problems.append(Problem(key_path("ci", "variables", name), shown, reason))
+    for profile_name, profile in sorted(spec.profiles.items()):
+        for name, value in sorted(profile.variables.items()):
+            what = credential_kind(name, value)
+            if what:
+                problems.append(
+                    Problem(
+                        key_path("profiles", profile_name, "variables", name),
+                        Redacted(value),
+                        f"looks like {what}: profile variables are committed in clear into the templates file; "
+                        f"make it a platform.ci.variables entry with {{secret: {name.lower()}}}",
+                    )
+                )
+    ci = spec.ci
+    if ci.registry_variable != DEFAULT_REGISTRY_VARIABLE and "${REGISTRY}" in ci.image:
+        problems.append(
+            Problem(
+                key_path("ci", "image"),
+                ci.image,
+                f"uses ${{REGISTRY}}, but ci.registry_variable is {ci.registry_variable}: "
+                f"write ${{{ci.registry_variable}}}",
+            )
+        )
+    return problems

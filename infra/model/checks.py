@@ -1,0 +1,346 @@
+"""The derived checks: what only shows once pools, runners and templates are derived (pure).
+
+The second of gpu-ci's two homes of refusal (the first, `infra.config.checks`, is the spec's own rules).
+`derive` raises the errors as one `SpecError` and keeps the warnings on `Platform.warnings`. Checked here:
+
+Errors
+- fit: a full node of a profile's jobs fits its node's allocatable CPU and memory by requests, and one job's
+  limits fit the node at all; a job's stated GPU memory fits its GPU (and, under MPS, its replica's share);
+- quota: all pools at max_size together within gpu-ci's node quota;
+- the manager pool holds one runner manager per runner after its reserve;
+- runners: each has a job slot, a Helm release name Helm accepts, a poll timeout inside the job timeout;
+- routing: each template's tags (and the default tags) reach exactly one runner, its pool's.
+Warnings
+- fit: memory limits that overcommit a full node; VRAM that time-sliced jobs could oversubscribe;
+- a GPU pool no profile targets;
+- a workload job as long as the job timeout minus its pool's cold start;
+- values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
+  pack's floor, a public registry namespace), said at their key so a green plan is a green preview.
+When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import TYPE_CHECKING, Literal
+
+from infra.capacity import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST, format_gb, gpu_memory_per_replica_gb, gpu_slots
+from infra.config.base import MAX_POOL_NODES
+from infra.config.errors import Problem, format_value, key_path
+from infra.config.platform import PlatformSpec
+from infra.model.pools import Pool
+from infra.model.profiles import Profile
+from infra.model.runners import MAX_RELEASE_NAME, Runner
+from infra.quantity import exact_decimal, format_gib
+
+if TYPE_CHECKING:
+    from infra.catalog import NodeType
+    from infra.config.pools import PoolSpec
+    from infra.config.profiles import ProfileSpec
+
+
+def derived_problems(
+    spec: PlatformSpec,
+    pools: Mapping[str, Pool],
+    profiles: Mapping[str, Profile],
+    runners: Mapping[str, Runner],
+    default: str,
+) -> tuple[list[Problem], list[Problem]]:
+    """(errors, warnings) of the derived platform, in the order of the module docstring."""
+    checks = fit_problems(spec)
+    errors = [p for p in checks if p.severity == "error"]
+    if not errors:  # a pool without slots follows from a fit error: say the cause only
+        errors = _runner_problems(spec, pools, runners) + _routing_problems(spec, profiles, runners, default)
+    warnings = [p for p in checks if p.severity == "warning"]
+    warnings += _timeout_warnings(spec, pools) + _policy_warnings(spec, pools, runners)
+    return errors, warnings
+
+
+def fit_problems(spec: PlatformSpec) -> list[Problem]:
+    """Errors where a full node of jobs does not fit by requests; warnings where limits overcommit."""
+    problems: list[Problem] = []
+    for name, profile in sorted(spec.profiles.items()):
+        node = spec.pool_node(profile.pool)
+        if node is None or not node.is_gpu:
+            continue  # reported as a reference error
+        pool = spec.pools[profile.pool]
+        slots = gpu_slots(pool, node)
+        # (key, text, per job, allocatable, shown as, severity when n jobs do not fit; None: not checked).
+        # One job above the node is an error for limits too: the limit becomes the runner's maximum, and a
+        # job could never use it. n CPU limits above the node only throttle; n memory limits risk OOM.
+        checks: tuple[tuple[str, str, int, int, Callable[[int], str], Literal["error", "warning"] | None], ...] = (
+            (
+                "cpu_request",
+                profile.cpu_request.text,
+                profile.cpu_request.millicores,
+                node.allocatable_millicores,
+                _millicores,
+                "error",
+            ),
+            (
+                "cpu_limit",
+                profile.cpu_limit.text,
+                profile.cpu_limit.millicores,
+                node.allocatable_millicores,
+                _millicores,
+                None,
+            ),
+            (
+                "memory_request",
+                profile.memory_request.text,
+                profile.memory_request.bytes,
+                node.allocatable_memory_bytes,
+                _gib,
+                "error",
+            ),
+            (
+                "memory_limit",
+                profile.memory_limit.text,
+                profile.memory_limit.bytes,
+                node.allocatable_memory_bytes,
+                _gib,
+                "warning",
+            ),
+        )
+        too_large: set[str] = set()
+        for key, text, per_job, allocatable, show, severity in checks:
+            where = f"one {pool.node_type} node's allocatable {show(max(allocatable, 0))}"
+            resource = key.split("_")[0]
+            if per_job > allocatable:
+                if resource not in too_large:  # a limit above a request that is already too large: said once
+                    problems.append(Problem(key_path("profiles", name, key), text, f"is larger than {where}"))
+                too_large.add(resource)
+            elif severity is not None and slots * per_job > allocatable:
+                verb = "exceeds" if severity == "error" else "overcommits"
+                reason = f"x {slots} jobs per node = {show(slots * per_job)} {verb} {where}"
+                reason += "; lower it or the pool's replicas" if severity == "error" else " (OOM if all hit the limit)"
+                problems.append(Problem(key_path("profiles", name, key), text, reason, severity))
+        problems += _gpu_memory_problems(name, profile, pool, node)
+    return problems + _quota_problems(spec) + _manager_problems(spec) + _idle_gpu_pool_problems(spec)
+
+
+def _quota_problems(spec: PlatformSpec) -> list[Problem]:
+    """All pools at max_size together stay within MAX_POOL_NODES (each pool alone is bounded by its field)."""
+    total = sum(pool.max_size for pool in spec.pools.values())
+    if total <= MAX_POOL_NODES:
+        return []
+    sizes = {name: pool.max_size for name, pool in sorted(spec.pools.items())}
+    return [
+        Problem(
+            key_path("pools"),
+            sizes,
+            f"{total} nodes at max_size in all, above gpu-ci's quota of {MAX_POOL_NODES} (docs/config-limits.md)",
+        )
+    ]
+
+
+def _manager_problems(spec: PlatformSpec) -> list[Problem]:
+    """The manager pool must hold every runner manager (one per GPU pool a profile targets) after the node's
+    reserve: PLAY2-NANO (4 GiB) minus the default 4Gi reserve holds none. The managers' requests are the ones
+    their Helm values set (`MANAGER_*_REQUEST`: the chart's default resources are empty)."""
+    name = spec.manager_pool()
+    node = spec.pool_node(name) if name is not None else None
+    if name is None or node is None or node.is_gpu:
+        return []  # reported by the runner's checks
+    managers = max(1, sum(spec.is_gpu_pool(pool) for pool in spec.targeted_pools()))
+    cpu, memory = MANAGER_CPU_REQUEST.millicores * managers, MANAGER_MEMORY_REQUEST.bytes * managers
+    short = [
+        f"{what} {shown(max(have, 0))} < {shown(need)}"
+        for what, have, need, shown in (
+            ("CPU", node.allocatable_millicores, cpu, _millicores),
+            ("memory", node.allocatable_memory_bytes, memory, _mib),
+        )
+        if have < need
+    ]
+    if not short:
+        return []
+    each = f"{MANAGER_CPU_REQUEST}, {MANAGER_MEMORY_REQUEST} each"
+    return [
+        Problem(
+            key_path("pools", name, "node_type"),
+            spec.pools[name].node_type,
+            f"cannot hold the {managers} runner manager{'s' if managers > 1 else ''} ({each}): allocatable "
+            f"{', '.join(short)} after the node's reserve; pick a larger type or lower allocatable_reserve",
+        )
+    ]
+
+
+def _idle_gpu_pool_problems(spec: PlatformSpec) -> list[Problem]:
+    """A GPU pool no profile targets takes no CI job: a warning, it is probably a typo or a leftover."""
+    targeted = spec.targeted_pools()
+    return [
+        Problem(
+            key_path("pools", name),
+            spec.pools[name].node_type,
+            "no profile targets this GPU pool: no CI job will run on it (point a profile's pool at it, or remove it)",
+            "warning",
+        )
+        for name in spec.gpu_pools()
+        if name not in targeted
+    ]
+
+
+def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: NodeType) -> list[Problem]:
+    """A job's stated VRAM need against its GPU: MPS caps each replica at total / replicas (an error when the
+    need is above it); time-slicing does not isolate memory, so jobs that could not all fit may OOM each other."""
+    if profile.gpu_memory_gb is None or not node.gpu_memory_gb:
+        return []
+    need = exact_decimal(profile.gpu_memory_gb)
+    shown = int(need) if need.denominator == 1 else profile.gpu_memory_gb  # 16, as written, not 16.0
+    path = key_path("profiles", name, "gpu_memory_gb")
+    sharing, total = pool.gpu_sharing, node.gpu_memory_gb
+    replicas = sharing.replicas_per_gpu
+    gpu = f"one {pool.node_type} GPU's {total} GB"
+    if need > total:
+        return [Problem(path, shown, f"is more than {gpu}")]
+    share = gpu_memory_per_replica_gb(pool, node)
+    if sharing.isolates_memory and replicas > 1 and need > share:
+        reason = (
+            f"is more than one MPS replica's share of {gpu} / {replicas} = {format_gb(share)}; "
+            "lower the pool's replicas or use time-slicing"
+        )
+        return [Problem(path, shown, reason)]
+    if not sharing.isolates_memory and need * replicas > total:
+        reason = (
+            f"x {replicas} jobs per GPU = {format_gb(need * replicas)} exceeds {gpu}: "
+            "time-slicing does not isolate GPU memory, so jobs may OOM each other"
+        )
+        return [Problem(path, shown, reason, "warning")]
+    return []
+
+
+POLICY_MIN_POLL_TIMEOUT_SECONDS = 900
+"""The policy pack's default `min_poll_timeout_seconds` (policy/policies.py, runner-poll-timeout-covers-cold-start)."""
+
+
+def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
+    """Values the spec allows but the policy pack refuses with its default config: said at their key, so a
+    green plan is a green preview (the pack's config can allow them: policy/README.md)."""
+    warnings = []
+    for name, pool in pools.items():
+        if pool.is_gpu and pool.min_size >= 1:
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "min_size"),
+                    pool.min_size,
+                    "an always-on GPU pool bills around the clock: the policy pack (gpu-pool-scales-to-zero) refuses "
+                    "it unless its config lists the pool in always_on_pools",
+                    "warning",
+                )
+            )
+    for name, runner in runners.items():
+        if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS:
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "cold_start_minutes"),
+                    pools[name].cold_start_minutes,
+                    f"+ poll_timeout_margin_minutes={spec.runner.poll_timeout_margin_minutes} gives a poll_timeout of "
+                    f"{runner.poll_timeout_seconds} s, below the policy pack's {POLICY_MIN_POLL_TIMEOUT_SECONDS} s "
+                    "(runner-poll-timeout-covers-cold-start): a GPU node from zero takes longer",
+                    "warning",
+                )
+            )
+    if spec.registry.is_public and not spec.registry.existing:
+        warnings.append(
+            Problem(
+                key_path("registry", "is_public"),
+                True,
+                "the policy pack (registry-namespace-private) refuses a public namespace unless its config lists it "
+                "in allowed_public_namespaces",
+                "warning",
+            )
+        )
+    return warnings
+
+
+def _timeout_warnings(spec: PlatformSpec, pools: Mapping[str, Pool]) -> list[Problem]:
+    """A job's timeout counts its wait for a node: a workload job as long as the timeout minus a cold start fails."""
+    if spec.workload is None:
+        return []
+    warnings = []
+    for name, load in sorted(spec.workload.profiles.items()):
+        pool = pools.get(spec.profiles[name].pool) if name in spec.profiles else None
+        if pool is None:
+            continue
+        if 60 * (pool.cold_start_minutes + load.minutes_per_job) >= spec.runner.job_timeout_seconds:
+            warnings.append(
+                Problem(
+                    key_path("workload", "profiles", name, "minutes_per_job"),
+                    load.minutes_per_job,
+                    f"+ the pool's {pool.cold_start_minutes}-min cold start reaches the runner's job timeout "
+                    f"{spec.runner.job_timeout}, which counts the wait for a node: such jobs fail",
+                    "warning",
+                )
+            )
+    return warnings
+
+
+def _runner_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
+    """Each runner has slots, a Helm release name Helm accepts, and a poll timeout inside the job timeout."""
+    problems = []
+    for name, runner in runners.items():
+        if runner.concurrent < 1:
+            problems.append(
+                Problem(
+                    key_path("pools", name, "max_size"),
+                    pools[name].max_size,
+                    "the pool has no job slot: its runner could take no job",
+                )
+            )
+        if len(runner.release_name) > MAX_RELEASE_NAME:
+            problems.append(
+                Problem(
+                    key_path("pools", name),
+                    name,
+                    f"its runner's Helm release {runner.release_name!r} would be longer than "
+                    f"{MAX_RELEASE_NAME} characters: shorten the pool name",
+                )
+            )
+        if runner.poll_timeout_seconds >= runner.job_timeout_seconds:
+            problems.append(
+                Problem(
+                    key_path("pools", name, "cold_start_minutes"),
+                    pools[name].cold_start_minutes,
+                    f"+ poll_timeout_margin_minutes={spec.runner.poll_timeout_margin_minutes} "
+                    f"reaches the job timeout {spec.runner.job_timeout}: a job would time out "
+                    "waiting for its node",
+                )
+            )
+    return problems
+
+
+def _routing_problems(
+    spec: PlatformSpec, profiles: Mapping[str, Profile], runners: Mapping[str, Runner], default: str
+) -> list[Problem]:
+    """Each template's tags (and the default tags) reach exactly one runner: its pool's."""
+    wanted = {f"platform.runner.tags ({format_value(list(spec.runner.tags))})": (spec.runner.tags, default)}
+    for name, profile in profiles.items():
+        wanted[f"{profile.template} of profile {name}"] = (profile.tags, profile.pool)
+    problems = []
+    fleet = list(runners.values())
+    for what, (tags, pool) in wanted.items():
+        takers = [r.pool for r in fleet if r.takes(tags)]
+        if takers == [pool]:
+            continue
+        others = [p for p in takers if p != pool]
+        reason = (
+            f"jobs of {what} would also be taken by the runner(s) of {', '.join(others)}: a job's tags must be held "
+            f"by one runner only (pool_tags must not hold all of runner.tags, and no pool may be named after a tag)"
+            if others
+            else f"no runner would take the jobs of {what}"
+        )
+        problems.append(Problem(key_path("runner", "pool_tags"), list(spec.runner.pool_tags), reason))
+    return problems
+
+
+def _millicores(value: int) -> str:
+    return f"{value}m"
+
+
+def _mib(value: int) -> str:
+    return f"{value // 2**20}Mi"
+
+
+def _gib(value: int) -> str:
+    return format_gib(Fraction(value, 2**30))

@@ -1,0 +1,276 @@
+"""The Kubernetes side (pure): each pool's nodes, the scheduler binding Pending pods, the GPUs the jobs share,
+the cluster-autoscaler adding and removing nodes, and what the nodes bill.
+
+- A taken job's pod is Pending until a ready node of its pool has a free slot. The scheduler binds Pending
+  pods in creation order (taken order), each on the ready node with the most free slots (kube-scheduler's
+  default LeastAllocated scoring spreads pods of the same size), and within the node on the GPU with the
+  fewest jobs (the device plugin's distributed allocation of shared replicas). A bound pod runs at once.
+- A running job needs `minutes` of its GPU alone. It progresses at rate 1/slowdown, re-evaluated at every
+  change on its GPU (processor sharing): time-slicing slowdown = max(1, u x n), n = jobs on that GPU now;
+  MPS slowdown = max(1, u x replicas) always (each client is capped at 1/replicas of the GPU), replicas =
+  `gpu_replicas` (default: slots_per_node / gpus_per_node, rounded up); without a `gpu_utilization` u: 1.
+- The autoscaler: whenever a pool has Pending pods beyond the slots of its nodes still booting, it adds enough
+  nodes to hold them, up to `max_nodes`; each is ready `cold_start_minutes` after the trigger. A node whose
+  pods have gone (timed out) still comes up and idles until scale-down.
+- Scale-down: a ready node of a pool, not warm, empty since t is removed at max(t + scale_down_unneeded,
+  creation + scale_down_delay_after_add) if still empty and no pod of its pool is Pending (the real
+  autoscaler's delay-after-add counts from the last scale-up anywhere in the cluster; the model, per node).
+- Billing: per started minute per node, from its creation (the cold start is billed) to its removal. Warm
+  nodes (`warm_nodes`, the pool's min_size) are up from minute 0 and billed to the last job's end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from infra.sim.jobs import JobState
+from infra.sim.results import PoolResult
+from infra.sim.scenario import MS_PER_MINUTE, SimPool, to_ms
+from infra.sim.schedule import FINISH, NODE_READY, SCALE_DOWN, Schedule
+
+
+def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas: int) -> Fraction:
+    """How much longer a job takes: time-slicing max(1, u x jobs on its GPU); MPS max(1, u x replicas)."""
+    if utilization is None:
+        return Fraction(1)
+    return max(Fraction(1), utilization * (replicas if mps else sharers))
+
+
+def full_gpu(pool: SimPool) -> int:
+    """Jobs on the busiest GPU of a full node (the device plugin spreads them over the GPUs)."""
+    return -(-pool.slots_per_node // pool.gpus_per_node)
+
+
+def replicas(pool: SimPool) -> int:
+    return pool.gpu_replicas or full_gpu(pool)
+
+
+@dataclass(eq=False)
+class NodeState:
+    pool: PoolState
+    name: str
+    created: int
+    ready_at: int
+    warm: bool
+    gpus: list[list[JobState]]
+    ready: bool = False
+    removed: int | None = None
+    empty_since: int | None = None
+    version: int = 0
+    used: int = 0
+    """Jobs running on it."""
+
+
+@dataclass(eq=False)
+class PoolState:
+    spec: SimPool
+    cold: int
+    unneeded: int
+    delay_after_add: int
+    nodes: list[NodeState] = field(default_factory=list)
+    live: list[NodeState] = field(default_factory=list)
+    """Nodes up or booting, oldest first (at most max_nodes)."""
+    pending: deque[JobState] = field(default_factory=deque)
+    pending_count: int = 0
+    pods: int = 0
+    peak_pods: int = 0
+    peak_nodes: int = 0
+
+    @property
+    def replicas(self) -> int:
+        return replicas(self.spec)
+
+    def least_allocated(self) -> NodeState | None:
+        """The ready node with the most free slots, the oldest on a tie (None: no free slot)."""
+        best, best_used = None, self.spec.slots_per_node
+        for node in self.live:
+            used = node.used
+            if node.ready and used < best_used:
+                best, best_used = node, used
+        return best
+
+    def result(self, last_end: int) -> PoolResult:
+        """What the pool's nodes billed; warm nodes to the last job's end."""
+        scaled = warm = 0
+        for node in self.nodes:
+            if node.warm:
+                warm += _started_minutes(last_end - node.created)
+            else:
+                assert node.removed is not None
+                scaled += _started_minutes(node.removed - node.created)
+        return PoolResult(
+            name=self.spec.name,
+            nodes_created=sum(1 for n in self.nodes if not n.warm),
+            peak_nodes=self.peak_nodes,
+            peak_pods=self.peak_pods,
+            capacity=self.spec.slots_per_node * self.spec.max_nodes,
+            scaled_node_minutes=scaled,
+            warm_node_minutes=warm,
+            eur=Fraction(scaled + warm) * Fraction(self.spec.eur_per_node_hour) / 60,
+        )
+
+
+class Cluster:
+    """The pools' nodes, their pods and GPUs, and the autoscaler; it schedules its own events."""
+
+    def __init__(self, pools: tuple[SimPool, ...], schedule: Schedule) -> None:
+        self.schedule = schedule
+        self.pools = {
+            p.name: PoolState(
+                p,
+                to_ms("cold", p.cold_start_minutes),
+                to_ms("unneeded", p.scale_down_unneeded_minutes),
+                to_ms("delay", p.scale_down_delay_after_add_minutes),
+            )
+            for p in pools
+        }
+        self.recheck: list[NodeState] = []
+        for pool in self.pools.values():
+            for _ in range(pool.spec.warm_nodes):
+                node = self._add_node(pool, 0, warm=True)
+                node.ready = True
+
+    # pods
+
+    def add_pod(self, job: JobState) -> None:
+        """A runner took the job: its pod is Pending in its pool."""
+        pool = self.pools[job.spec.pool]
+        pool.pending.append(job)
+        pool.pending_count += 1
+        pool.pods += 1
+        pool.peak_pods = max(pool.peak_pods, pool.pods)
+
+    def remove_pod(self, job: JobState, previous: str, now: int) -> None:
+        """The job ended in state `previous` (pending or running): its pod goes, its GPU share is freed."""
+        pool = self.pools[job.spec.pool]
+        pool.pods -= 1
+        if previous == "pending":
+            pool.pending_count -= 1
+        elif previous == "running":
+            assert job.node is not None
+            sharers = job.node.gpus[job.gpu]
+            self._advance(sharers, now)
+            sharers.remove(job)
+            job.node.used -= 1
+            self._reschedule(sharers, pool, now)
+            self._maybe_idle(job.node, now)
+
+    def bind(self, now: int) -> bool:
+        """The scheduler binds Pending pods to free slots of ready nodes; True when it bound any."""
+        bound = False
+        for pool in self.pools.values():
+            while pool.pending_count:
+                job = pool.pending[0]
+                if job.state != "pending":
+                    pool.pending.popleft()
+                    continue
+                node = pool.least_allocated()
+                if node is None:
+                    break
+                pool.pending.popleft()
+                self._start(job, pool, node, now)
+                bound = True
+        return bound
+
+    def _start(self, job: JobState, pool: PoolState, node: NodeState, now: int) -> None:
+        pool.pending_count -= 1
+        gpu = min(range(len(node.gpus)), key=lambda i: (len(node.gpus[i]), i))
+        job.state, job.started, job.node, job.gpu = "running", now, node, gpu
+        job.remaining, job.since = Fraction(job.work), now
+        node.empty_since = None
+        node.version += 1
+        node.used += 1
+        sharers = node.gpus[gpu]
+        self._advance(sharers, now)
+        sharers.append(job)
+        self._reschedule(sharers, pool, now)
+
+    # the GPUs
+
+    @staticmethod
+    def _advance(sharers: list[JobState], now: int) -> None:
+        """Count the work done on a GPU since the last change, at each job's rate then."""
+        for job in sharers:
+            job.remaining -= Fraction(now - job.since) / job.rate_slowdown
+            job.since = now
+
+    def _reschedule(self, sharers: list[JobState], pool: PoolState, now: int) -> None:
+        """New rates on a GPU; a job whose rate is unchanged keeps its finish event (same instant, exactly)."""
+        for job in sharers:
+            rate = slowdown(job.utilization, len(sharers), mps=pool.spec.mps, replicas=pool.replicas)
+            if rate == job.rate_slowdown and job.version:
+                continue
+            job.rate_slowdown = rate
+            job.version += 1
+            left = max(Fraction(0), job.remaining) * job.rate_slowdown
+            self.schedule.push(now + math.ceil(left), FINISH, (job, job.version))
+
+    # the nodes and the autoscaler
+
+    def node_ready(self, node: NodeState, now: int) -> None:
+        node.ready = True
+        self._maybe_idle(node, now)
+
+    def scale_down(self, node: NodeState, version: int, now: int) -> None:
+        """A node's scale-down is due: removed if still empty and nothing of its pool is Pending."""
+        if node.version != version or node.removed is not None or node.used != 0:
+            return
+        if node.pool.pending_count:  # a Pending pod is bound to it at this instant: look again after
+            node.empty_since = None
+            self.recheck.append(node)
+        else:
+            node.removed = now
+            node.pool.live.remove(node)
+
+    def autoscale(self, now: int) -> None:
+        """Enough new nodes for the Pending pods that booting nodes will not hold, up to max_nodes; then the
+        nodes a scale-down left for later are looked at again."""
+        for pool in self.pools.values():
+            if not pool.pending_count:
+                continue
+            live = pool.live
+            booting = sum(pool.spec.slots_per_node for n in live if not n.ready)
+            uncovered = pool.pending_count - booting
+            if uncovered <= 0:
+                continue
+            wanted = math.ceil(uncovered / pool.spec.slots_per_node)
+            for _ in range(min(wanted, pool.spec.max_nodes - len(live))):
+                node = self._add_node(pool, now, warm=False)
+                self.schedule.push(node.ready_at, NODE_READY, node)
+        for node in self.recheck:
+            self._maybe_idle(node, now)
+        self.recheck.clear()
+
+    def _maybe_idle(self, node: NodeState, now: int) -> None:
+        if node.warm or not node.ready or node.removed is not None or node.used or node.empty_since is not None:
+            return
+        node.empty_since = now
+        node.version += 1
+        pool = node.pool
+        at = max(now + pool.unneeded, node.created + pool.delay_after_add)
+        self.schedule.push(at, SCALE_DOWN, (node, node.version))
+
+    def _add_node(self, pool: PoolState, now: int, *, warm: bool) -> NodeState:
+        node = NodeState(
+            pool,
+            f"{pool.spec.name}-{len(pool.nodes) + 1}",
+            now,
+            now if warm else now + pool.cold,
+            warm,
+            [[] for _ in range(pool.spec.gpus_per_node)],
+        )
+        pool.nodes.append(node)
+        pool.live.append(node)
+        pool.peak_nodes = max(pool.peak_nodes, len(pool.live))
+        return node
+
+    def removals(self) -> list[int]:
+        return [n.removed for p in self.pools.values() for n in p.nodes if n.removed is not None]
+
+
+def _started_minutes(ms: int) -> int:
+    """Billing per started minute."""
+    return -(-ms // MS_PER_MINUTE)

@@ -1,0 +1,231 @@
+"""A discrete-event simulation of GitLab handing CI jobs to Kubernetes runners on autoscaled GPU pools (pure).
+
+Why: a job that a runner takes but the cluster cannot place fails after `poll_timeout`; a formula in waves
+cannot see that. The engine replays what each component does, event by event, and reports who waited, who
+failed and what the nodes billed. A `Scenario` in (`infra.sim.scenario`), a `SimResult` out
+(`infra.sim.results`)::
+
+    from infra.sim.engine import simulate
+    from infra.sim.scenario import Scenario, Upgrade
+
+    result = simulate(Scenario(pools=(...), runners=(...), jobs=(...), upgrades=(Upgrade(20, "ci-training"),)))
+    result.failed_by_reason       # {"runner_system_failure": 4}
+    result.makespan               # a Fraction of minutes (infra.sim.bound.bound_makespan: what the slots allow)
+    result.eur, result.pool("ci-training").eur  # Fractions of EUR
+
+Each component is its own object, each rule from the documented behaviour of GitLab 18.x, gitlab-runner 18.9
+with the Kubernetes executor, kube-scheduler, the cluster-autoscaler and the NVIDIA device plugin
+(docs/simulation.md says more): GitLab's queue (`infra.sim.gitlab`), the runners' managers and slots and
+their upgrades (`infra.sim.runners`), the pools' nodes, scheduler, GPUs, autoscaler and billing
+(`infra.sim.cluster`), all on one schedule (`infra.sim.schedule`). The engine ties them together:
+
+- A free slot asks at once (long polling). When several managers could take jobs at the same instant, they
+  take one job each in turn, in `Scenario.runners` order (older manager of a runner first).
+- A job whose `pool` is not among the runner's `pools` is taken and fails at once, `runner_system_failure`
+  (the executor refuses the node-selector overwrite while preparing).
+- A pod not Running `poll_timeout_minutes` after it was taken fails the job, `runner_system_failure`, and
+  frees the runner slot. A pod must be Running strictly before that deadline: with `poll_timeout` equal to the
+  cold start, the first job on a cold pool fails (in the real cluster the node's readiness is followed by
+  scheduling, image pull and container start, and the autoscaler's scan, all after the modelled instant).
+- The job timeout counts from the moment the job is taken, Pending included (runner 18.9 reports the job
+  running as soon as it has it): `job_execution_timeout`, whether the pod is still Pending or running.
+- At one instant, deadlines (timeouts, drops) fire before jobs finish, nodes become ready or managers start;
+  then the scheduler binds, runners take jobs, and the autoscaler looks.
+
+Bounded by construction: at most MAX_JOBS jobs (and the other MAX_* caps, checked before anything runs,
+ValueError naming the field); every job yields a bounded number of events (created, drop, poll and job
+deadlines; its start and its end each re-rate at most the MAX_SLOTS_PER_GPU jobs on its GPU), a node is
+created only for a Pending pod not yet covered by a booting node (so at most one per job), and an upgrade
+yields at most one manager start per runner. A run at the caps takes seconds; the design pipeline, a
+millisecond. The schedule's event budget turns a broken invariant into a RuntimeError rather than a hang.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from infra.quantity import exact_decimal
+from infra.sim import schedule as events
+from infra.sim.cluster import Cluster, NodeState, full_gpu
+from infra.sim.gitlab import GitlabQueue
+from infra.sim.jobs import JobState
+from infra.sim.results import JobResult, SimResult
+from infra.sim.runners import ManagerState, RunnerState
+from infra.sim.scenario import MS_PER_MINUTE, Scenario, SimJob, Upgrade, check_scenario, to_ms
+from infra.sim.schedule import Schedule
+
+
+def simulate(scenario: Scenario) -> SimResult:
+    """Run the scenario to its end (every job ended, every scaled node removed); see the module docstring."""
+    check_scenario(scenario)
+    simulation = _Simulation(scenario)
+    simulation.run()
+    return simulation.result()
+
+
+def utilization(job: SimJob) -> Fraction | None:
+    return None if job.gpu_utilization is None else exact_decimal(job.gpu_utilization)
+
+
+class _Simulation:
+    def __init__(self, scenario: Scenario) -> None:
+        self.restart = to_ms("manager_restart_minutes", scenario.manager_restart_minutes)
+        self.jobs = {
+            j.id: JobState(j, to_ms("minutes", j.minutes), utilization(j), to_ms("created", j.created_minute))
+            for j in scenario.jobs
+        }
+        sharers = max(full_gpu(p) for p in scenario.pools)
+        budget = 16 + len(self.jobs) * (12 + 2 * sharers)
+        budget += 4 * len(scenario.upgrades) * len(scenario.runners)
+        budget += 2 * sum(p.max_nodes for p in scenario.pools)
+        self.schedule = Schedule(budget)
+        self.cluster = Cluster(scenario.pools, self.schedule)
+        self.runners = [
+            RunnerState(spec, to_ms("poll", spec.poll_timeout_minutes), to_ms("timeout", spec.job_timeout_minutes))
+            for spec in scenario.runners
+        ]
+        self.queue = GitlabQueue(self.jobs, self.runners)
+        for job in self.jobs.values():
+            self.schedule.push(job.created, events.CREATED, job)
+        for upgrade in scenario.upgrades:
+            self.schedule.push(to_ms("at", upgrade.at_minute), events.UPGRADE, upgrade)
+
+    def run(self) -> None:
+        while (now := self.schedule.next_time()) is not None:
+            while (event := self.schedule.pop_at(now)) is not None:
+                self._handle(now, *event)
+            self._settle(now)
+
+    def _handle(self, now: int, kind: int, payload: object) -> None:  # noqa: PLR0912 - one branch per event kind
+        if kind == events.CREATED:
+            assert isinstance(payload, JobState)
+            at, cause = self.queue.enqueue(payload, now)
+            self.schedule.push(at, events.DROP, (payload, cause))
+        elif kind == events.DROP:
+            assert isinstance(payload, tuple)
+            job, cause = payload
+            if job.state == "queued":
+                self._end(job, now, "stuck_or_timeout_failure", cause)
+        elif kind == events.POLL_DEADLINE:
+            assert isinstance(payload, JobState)
+            if payload.state == "pending":
+                self._end(payload, now, "runner_system_failure", "poll_timeout")
+        elif kind == events.JOB_DEADLINE:
+            assert isinstance(payload, JobState)
+            if payload.state in ("pending", "running"):
+                self._end(payload, now, "job_execution_timeout", "job_timeout")
+        elif kind == events.FINISH:
+            assert isinstance(payload, tuple)
+            job, version = payload
+            if job.state == "running" and job.version == version:
+                self._end(job, now, None, None)
+        elif kind == events.NODE_READY:
+            assert isinstance(payload, NodeState)
+            self.cluster.node_ready(payload, now)
+        elif kind == events.SCALE_DOWN:
+            assert isinstance(payload, tuple)
+            node, version = payload
+            self.cluster.scale_down(node, version, now)
+        elif kind == events.UPGRADE:
+            assert isinstance(payload, Upgrade)
+            for runner in self.runners:
+                if (payload.runner is None or runner.spec.name == payload.runner) and runner.upgrade():
+                    self.schedule.push(now + self.restart, events.MANAGER_START, runner)
+        elif kind == events.MANAGER_START:
+            assert isinstance(payload, RunnerState)
+            payload.start_manager()
+
+    def _dispatch(self, now: int) -> bool:
+        """Managers with a free slot take one job each in turn until none can take more."""
+        took_any = False
+        progress = True
+        while progress:
+            progress = False
+            for runner in self.runners:
+                if runner.starved:
+                    continue
+                for manager in runner.managers:
+                    if not manager.has_free_slot:
+                        continue
+                    job = self.queue.next_for(runner)
+                    if job is None:
+                        runner.starved = True  # until a job it matches is queued
+                        break
+                    self._take(manager, job, now)
+                    progress = took_any = True
+        return took_any
+
+    def _take(self, manager: ManagerState, job: JobState, now: int) -> None:
+        runner = manager.runner
+        job.taken, job.manager = now, manager
+        if job.spec.pool not in runner.spec.pools:
+            job.state = "done"
+            job.ended, job.reason, job.cause = now, "runner_system_failure", "refused"
+            return
+        job.state = "pending"
+        manager.held += 1
+        self.cluster.add_pod(job)
+        self.schedule.push(now + runner.poll, events.POLL_DEADLINE, job)
+        self.schedule.push(now + runner.timeout, events.JOB_DEADLINE, job)
+
+    def _end(self, job: JobState, now: int, reason: str | None, cause: str | None) -> None:
+        """A job ends (success when reason is None): free its GPU share, its node slot, its runner slot."""
+        previous = job.state
+        job.state, job.ended, job.reason, job.cause = "done", now, reason, cause
+        if previous == "queued":
+            return
+        self.cluster.remove_pod(job, previous, now)
+        manager = job.manager
+        assert manager is not None
+        if manager.runner.release(manager):
+            self.schedule.push(now + self.restart, events.MANAGER_START, manager.runner)
+
+    def _settle(self, now: int) -> None:
+        while self.cluster.bind(now) | self._dispatch(now):
+            pass
+        self.cluster.autoscale(now)
+
+    # results
+
+    def result(self) -> SimResult:
+        jobs = sorted(self.jobs.values(), key=lambda j: j.spec.id)
+        ends = [j.ended for j in jobs if j.ended is not None]
+        last_end = max(ends, default=0)
+        first = min((j.created for j in jobs), default=0)
+        end = max([last_end, *self.cluster.removals()])
+        failed: dict[str, int] = {}
+        for job in jobs:
+            if job.reason is not None:
+                failed[job.reason] = failed.get(job.reason, 0) + 1
+        waits = [j.started - j.created for j in jobs if j.started is not None]
+        return SimResult(
+            jobs=tuple(_job_result(j) for j in jobs),
+            pools=tuple(p.result(last_end) for p in self.cluster.pools.values()),
+            makespan=_minutes(last_end - first) if jobs else Fraction(0),
+            longest_wait=_minutes(max(waits)) if waits else None,
+            failed_by_reason=failed,
+            end=_minutes(end),
+        )
+
+
+def _job_result(job: JobState) -> JobResult:
+    assert job.ended is not None
+    return JobResult(
+        id=job.spec.id,
+        name=job.spec.name,
+        pool=job.spec.pool,
+        created=_minutes(job.created),
+        taken=None if job.taken is None else _minutes(job.taken),
+        started=None if job.started is None else _minutes(job.started),
+        finished=_minutes(job.ended),
+        runner=None if job.manager is None else job.manager.runner.spec.name,
+        manager=None if job.manager is None else job.manager.generation,
+        node=None if job.node is None else job.node.name,
+        outcome="success" if job.reason is None else "failed",
+        reason=job.reason,
+        cause=job.cause,
+    )
+
+
+def _minutes(ms: int) -> Fraction:
+    return Fraction(ms, MS_PER_MINUTE)

@@ -1,0 +1,230 @@
+"""What-if (pure): the same scenarios on the spec changed by `--set KEY=VALUE`, against the current one.
+
+`changed_platform(raw, settings)` applies each `KEY=VALUE` (the value read as YAML) to a copy of the `platform`
+object, never the stack file, and derives it; a refused change is one line per `--set` naming its key.
+`scenario_rows` runs a list of jobs on a platform under the knobs of `simulate` (worst over the orders);
+`comparison` lists the figures of both platforms that `simulate --set` shows side by side.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import yaml
+
+from infra.config.errors import CONFIG_ROOT, SpecError, format_value
+from infra.model.platform import Platform, load_platform
+from infra.render.text import format_eur
+from infra.sim.bound import bound_makespan
+from infra.sim.day import CostReport
+from infra.sim.engine import simulate
+from infra.sim.platform_scenario import PlannedJob, scenario
+from infra.sim.scenario import Scenario, Upgrade
+
+Layout = Literal["per-pool", "single"]
+"""The runners simulated: one per pool, or the single runner of before."""
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What `simulate` varies: another cold start, slower jobs, random orders, a manager upgrade."""
+
+    cold_start: Fraction | None = None
+    slower: Fraction = Fraction(1)
+    orders: int = 0
+    upgrade_at: Fraction | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One scenario's figures, worst over its orders."""
+
+    name: str
+    failed: int
+    makespan: Fraction
+    bound: Fraction
+    longest_wait: Fraction | None
+    eur: Fraction
+
+
+def scenario_rows(platform: Platform, jobs: list[PlannedJob], knobs: Knobs, *, single_runner: bool) -> list[Row]:
+    """The per-pool runners, and the former single runner when asked."""
+    rows = [scenario_row("per-pool runners", platform, jobs, knobs, "per-pool")]
+    if single_runner:
+        rows.append(scenario_row("single runner (before)", platform, jobs, knobs, "single"))
+    return rows
+
+
+def scenario_row(name: str, platform: Platform, jobs: list[PlannedJob], knobs: Knobs, layout: Layout) -> Row:
+    """The jobs in their order and in `knobs.orders` seeded random ones; the worst run (most failed, then
+    longest) against the bound the slots allow."""
+    orders = [jobs]
+    generator = random.Random(0)
+    for _ in range(knobs.orders):
+        shuffled = list(jobs)
+        generator.shuffle(shuffled)
+        orders.append(shuffled)
+
+    def built(order: list[PlannedJob], upgrades: tuple[Upgrade, ...] = ()) -> Scenario:
+        return scenario(
+            platform, order, layout=layout, slower=knobs.slower, cold_start_minutes=knobs.cold_start, upgrades=upgrades
+        )
+
+    bound = bound_makespan(built(jobs))  # per pool, from its jobs however ordered, without upgrades
+    upgrades = (Upgrade(knobs.upgrade_at),) if knobs.upgrade_at is not None else ()
+    results = [simulate(built(order, upgrades)) for order in orders]
+    worst = max(results, key=lambda result: (len(result.failed), result.makespan))
+    return Row(name, len(worst.failed), worst.makespan, bound, worst.longest_wait, worst.eur)
+
+
+Figure = tuple[str, Any, Any, Callable[[Any], str]]
+"""(label, current, changed, how to show a value): one line of the side-by-side table."""
+
+
+def comparison(
+    current: tuple[Platform, list[Row], CostReport | None], changed: tuple[Platform, list[Row], CostReport | None]
+) -> list[Figure]:
+    """The figures of the current spec and of the changed one: each scenario's, the plan's day, the job slots."""
+    (platform, rows, old_day), (new_platform, new_rows, new_day) = current, changed
+    figures: list[Figure] = []
+    for row, new in zip(rows, new_rows, strict=True):
+        figures += [
+            (f"{row.name}: failed jobs", row.failed, new.failed, str),
+            (f"{row.name}: makespan (min)", row.makespan, new.makespan, _min),
+            (f"{row.name}: bound (min)", row.bound, new.bound, _min),
+            (f"{row.name}: longest wait (min)", row.longest_wait, new.longest_wait, _min),
+            (f"{row.name}: GPU EUR", row.eur, new.eur, format_eur),
+        ]
+    figures += [
+        ("plan: EUR/day", _get(old_day, "eur_per_day"), _get(new_day, "eur_per_day"), format_eur),
+        ("plan: largest burst (min)", _get(old_day, "makespan_minutes"), _get(new_day, "makespan_minutes"), _min),
+        ("plan: failed jobs", _get(old_day, "failed_jobs"), _get(new_day, "failed_jobs"), str),
+    ]
+    for pool in sorted(platform.pools.keys() | new_platform.pools.keys()):
+        before, after = _slots(platform, pool), _slots(new_platform, pool)
+        if before or after:
+            figures.append((f"{pool} slots", before, after, str))
+    return figures
+
+
+def _get(report: object, name: str) -> Any:
+    return None if report is None else getattr(report, name)
+
+
+def _slots(platform: Platform, pool: str) -> int | None:
+    found = platform.pools.get(pool)
+    return None if found is None else found.slots
+
+
+def _min(value: Fraction) -> str:
+    return f"{float(value):.1f}"
+
+
+# `--set KEY=VALUE`: the changed spec.
+
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One `--set`: the key path under `platform`, the value it gets, the value it had (or `_MISSING`)."""
+
+    text: str
+    path: tuple[str, ...]
+    value: object
+    before: object
+    new_entry: tuple[str, ...] | None
+    """The first step of `path` the spec did not have (a new map entry, or a typo), with its siblings' parent."""
+
+    @property
+    def key(self) -> str:
+        return ".".join((CONFIG_ROOT, *self.path))
+
+    def describe(self) -> str:
+        before = "unset" if self.before is _MISSING else format_value(self.before)
+        return f"{self.key} {before} -> {format_value(self.value)}"
+
+
+def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], list[Setting]]:
+    """A copy of the `platform` object with each `KEY=VALUE` applied; ValueError (one line) on a bad one."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"{CONFIG_ROOT}: the stack has no platform object to change")
+    changed = copy.deepcopy(raw)
+    applied = []
+    for text in settings:
+        key, sep, value_text = text.partition("=")
+        path = tuple(key.strip().removeprefix(f"{CONFIG_ROOT}.").split("."))
+        if not sep or not all(path):
+            raise ValueError(
+                f"--set {text}: expected KEY=VALUE, KEY a dotted path under {CONFIG_ROOT} (pools.NAME.max_size=2)"
+            )
+        try:
+            value = yaml.safe_load(value_text)
+        except yaml.YAMLError as err:
+            raise ValueError(f"--set {text}: {value_text!r} is not a YAML value ({str(err).splitlines()[0]})") from None
+        node: dict[str, Any] = changed
+        new_entry = None
+        for index, step in enumerate(path[:-1]):
+            child = node.get(step, _MISSING)
+            if child is _MISSING:
+                new_entry = new_entry or path[: index + 1]
+                child = node[step] = {}
+            elif not isinstance(child, dict):
+                where = ".".join((CONFIG_ROOT, *path[: index + 1]))
+                raise ValueError(f"--set {text}: {where}={format_value(child)} is a value, not a section")
+            node = child
+        before = node.get(path[-1], _MISSING)
+        if before is _MISSING and new_entry is None:
+            new_entry = path
+        node[path[-1]] = value
+        applied.append(Setting(text, path, value, before, new_entry))
+    return changed, applied
+
+
+def changed_platform(raw: object, settings: list[str]) -> tuple[Platform, list[Setting]]:
+    """The platform of the changed spec; SpecError with one line per refused `--set`, naming its key."""
+    changed, applied = apply_settings(raw, settings)
+    try:
+        return load_platform(changed), applied
+    except SpecError as err:
+        raise ValueError("\n".join(_refusals(err, applied, raw))) from None
+
+
+def _refusals(err: SpecError, applied: list[Setting], raw: Any) -> list[str]:
+    """The spec's first problem about each `--set` (or its first problem, when the change broke another key)."""
+    lines = []
+    for setting in applied:
+        new = setting.new_entry if setting.new_entry not in (None, setting.path) else None
+        keys = [setting.key] + ([".".join((CONFIG_ROOT, *new))] if new else [])
+        related = [p for p in err.problems if any(_related(p.path, key) for key in keys)]
+        if not related:
+            continue
+        if new:
+            lines.append(f"--set {setting.text}: {_no_entry(new, raw)} (as a new entry: {related[0]})")
+        else:
+            lines.append(f"--set {setting.text}: {related[0]}")
+    if not lines:
+        texts = ", ".join(setting.text for setting in applied)
+        lines.append(f"--set {texts}: the changed spec is refused: {err.problems[0]}")
+    return lines
+
+
+def _related(problem_path: str, key: str) -> bool:
+    """A problem at the key, inside it, or at a section holding it."""
+    return any(a == b or a.startswith(b + ".") for a, b in ((problem_path, key), (key, problem_path)))
+
+
+def _no_entry(entry: tuple[str, ...], raw: Any) -> str:
+    """`platform.pools has no 'ci-trainin'; did you mean 'ci-training'?`: a typo looks like a new entry."""
+    parent: Any = raw
+    for step in entry[:-1]:
+        parent = parent.get(step) if isinstance(parent, dict) else None
+    where = ".".join((CONFIG_ROOT, *entry[:-1]))
+    close = difflib.get_close_matches(entry[-1], [str(k) for k in parent], n=1) if isinstance(parent, dict) else []
+    return f"{where} has no {entry[-1]!r}" + (f"; did you mean {close[0]!r}?" if close else "")
