@@ -121,12 +121,19 @@ def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> PlanRun:
 
 
 @pytest.fixture(scope="session")
-def dev_plan_json() -> tuple[int, dict[str, Any]]:
-    """`python -m infra plan --json` on the dev stack, run once: its exit code and the document it printed."""
+def dev_plan_json_text() -> tuple[int, str]:
+    """`python -m infra plan --json` on the dev stack, run once: its exit code and what it printed."""
     from plans import run_command
 
     run = run_command("plan", "--json")
-    return run.code, json.loads(run.out)
+    return run.code, run.out
+
+
+@pytest.fixture(scope="session")
+def dev_plan_json(dev_plan_json_text: tuple[int, str]) -> tuple[int, dict[str, Any]]:
+    """The same run: its exit code and the document it printed."""
+    code, text = dev_plan_json_text
+    return code, json.loads(text)
 
 
 @pytest.fixture(scope="session")

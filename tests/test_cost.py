@@ -1,4 +1,4 @@
-"""The cost model: a simulated day of the workload (infra/simulate.py), against figures computed by hand."""
+"""The cost model: a simulated day of the workload (infra/sim/day.py), against figures computed by hand."""
 
 from __future__ import annotations
 

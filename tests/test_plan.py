@@ -112,3 +112,14 @@ def test_a_green_plan_means_a_green_preview(
         w.startswith("policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:") for w in document["warnings"]
     )
     assert captured.err.startswith("error: policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:")
+
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "plan-dev.json"
+
+
+def test_plan_json_of_the_dev_stack_is_the_committed_one(dev_plan_json_text: tuple[int, str]) -> None:
+    """Byte for byte: a refactoring changes none of it; a change of a figure or a resource updates the file in
+    the same commit, where a reviewer sees it (`python -m infra plan --json > tests/data/golden/plan-dev.json`)."""
+    code, text = dev_plan_json_text
+    assert code == 0
+    assert text == GOLDEN.read_text(encoding="utf-8")

@@ -1,6 +1,5 @@
 """Kubernetes quantities: exact values, and strict rejection of what Kubernetes would misread."""
 
-import time
 from fractions import Fraction
 
 import pytest
@@ -80,12 +79,11 @@ def test_round_trips_from_numbers() -> None:
 
 @pytest.mark.parametrize("text", ["1e999999999", "1e9999999", "5e41", "9" * 65, "1" + "0" * 70 + "e5"])
 def test_huge_exponents_and_long_numbers_are_refused_before_computing(text: str) -> None:
-    """`1e999999999` used to hang (10**999999999 as an exact fraction): now it is refused in microseconds."""
-    started = time.perf_counter()
+    """`1e999999999` used to hang (10**999999999 as an exact fraction): now it is refused by the checks that run
+    before any computation (the text's length, the exponent's size), which these messages come from."""
     for parse in (Cpu.parse, Memory.parse):
-        with pytest.raises(QuantityError):
+        with pytest.raises(QuantityError, match=r"exponent \d+ is too large|longer than 64 characters"):
             parse(text)
-    assert time.perf_counter() - started < 0.1  # the exact computation took seconds; 0.1 s holds under load
 
 
 def test_a_trailing_newline_is_not_a_quantity() -> None:

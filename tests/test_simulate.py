@@ -9,7 +9,6 @@ jobs of 30 min on ci-compile and 16 supervised jobs of 40 min at 34 % GPU on ci-
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -366,11 +365,9 @@ def test_same_scenario_same_result() -> None:
 
 
 def test_oversized_scenario_is_refused_at_once() -> None:
-    jobs = (job(1),) * (MAX_JOBS + 1)  # the size is checked before anything else
-    started = time.perf_counter()
+    jobs = (job(1),) * (MAX_JOBS + 1)  # the size is checked before anything else: not the duplicate ids
     with pytest.raises(ValueError, match=r"Scenario\.jobs: 10001 entries"):
         simulate(Scenario((ONE_POOL,), (one_runner(),), jobs))
-    assert time.perf_counter() - started < 0.5
 
 
 @pytest.mark.parametrize(

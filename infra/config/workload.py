@@ -1,6 +1,6 @@
 """`platform.workload`: how many CI jobs a day, and how long they run, for the cost and drain-time report.
 
-These figures feed nothing but the report (`infra/cost.py`): they are estimates to compare the new
+These figures feed nothing but the report (`infra/sim/day.py`): they are estimates to compare the new
 setup with the old one (`baseline`: every job on one node, one at a time, billed around the clock).
 """
 

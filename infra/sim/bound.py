@@ -5,8 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from infra.quantity import exact_decimal
-from infra.sim.cluster import full_gpu, replicas, slowdown
-from infra.sim.engine import utilization
+from infra.sim.cluster import slowdown
 from infra.sim.scenario import Scenario, SimJob, SimPool, check_scenario
 
 
@@ -34,12 +33,12 @@ def bound_makespan(scenario: Scenario) -> Fraction:
 
         def wave(sharers: int, jobs: list[SimJob] = jobs, pool: SimPool = pool) -> Fraction:
             return max(
-                exact_decimal(j.minutes) * slowdown(utilization(j), sharers, mps=pool.mps, replicas=replicas(pool))
+                exact_decimal(j.minutes) * slowdown(j.exact_utilization, sharers, mps=pool.mps, replicas=pool.replicas)
                 for j in jobs
             )
 
         full_waves, rest = divmod(len(jobs), pool.slots_per_node * pool.max_nodes)
-        length = full_waves * wave(full_gpu(pool))
+        length = full_waves * wave(pool.full_gpu)
         if rest:
             length += wave(-(-rest // (pool.max_nodes * pool.gpus_per_node)))
         cold = Fraction(0) if pool.warm_nodes else exact_decimal(pool.cold_start_minutes)

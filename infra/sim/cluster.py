@@ -22,14 +22,11 @@ the cluster-autoscaler adding and removing nodes, and what the nodes bill.
 from __future__ import annotations
 
 import math
-from collections import deque
-from dataclasses import dataclass, field
 from fractions import Fraction
 
-from infra.sim.jobs import JobState
-from infra.sim.results import PoolResult
-from infra.sim.scenario import MS_PER_MINUTE, SimPool, to_ms
+from infra.sim.scenario import SimPool, to_ms
 from infra.sim.schedule import FINISH, NODE_READY, SCALE_DOWN, Schedule
+from infra.sim.state import JobState, NodeState, PoolState
 
 
 def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas: int) -> Fraction:
@@ -37,80 +34,6 @@ def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas:
     if utilization is None:
         return Fraction(1)
     return max(Fraction(1), utilization * (replicas if mps else sharers))
-
-
-def full_gpu(pool: SimPool) -> int:
-    """Jobs on the busiest GPU of a full node (the device plugin spreads them over the GPUs)."""
-    return -(-pool.slots_per_node // pool.gpus_per_node)
-
-
-def replicas(pool: SimPool) -> int:
-    return pool.gpu_replicas or full_gpu(pool)
-
-
-@dataclass(eq=False)
-class NodeState:
-    pool: PoolState
-    name: str
-    created: int
-    ready_at: int
-    warm: bool
-    gpus: list[list[JobState]]
-    ready: bool = False
-    removed: int | None = None
-    empty_since: int | None = None
-    version: int = 0
-    used: int = 0
-    """Jobs running on it."""
-
-
-@dataclass(eq=False)
-class PoolState:
-    spec: SimPool
-    cold: int
-    unneeded: int
-    delay_after_add: int
-    nodes: list[NodeState] = field(default_factory=list)
-    live: list[NodeState] = field(default_factory=list)
-    """Nodes up or booting, oldest first (at most max_nodes)."""
-    pending: deque[JobState] = field(default_factory=deque)
-    pending_count: int = 0
-    pods: int = 0
-    peak_pods: int = 0
-    peak_nodes: int = 0
-
-    @property
-    def replicas(self) -> int:
-        return replicas(self.spec)
-
-    def least_allocated(self) -> NodeState | None:
-        """The ready node with the most free slots, the oldest on a tie (None: no free slot)."""
-        best, best_used = None, self.spec.slots_per_node
-        for node in self.live:
-            used = node.used
-            if node.ready and used < best_used:
-                best, best_used = node, used
-        return best
-
-    def result(self, last_end: int) -> PoolResult:
-        """What the pool's nodes billed; warm nodes to the last job's end."""
-        scaled = warm = 0
-        for node in self.nodes:
-            if node.warm:
-                warm += _started_minutes(last_end - node.created)
-            else:
-                assert node.removed is not None
-                scaled += _started_minutes(node.removed - node.created)
-        return PoolResult(
-            name=self.spec.name,
-            nodes_created=sum(1 for n in self.nodes if not n.warm),
-            peak_nodes=self.peak_nodes,
-            peak_pods=self.peak_pods,
-            capacity=self.spec.slots_per_node * self.spec.max_nodes,
-            scaled_node_minutes=scaled,
-            warm_node_minutes=warm,
-            eur=Fraction(scaled + warm) * Fraction(self.spec.eur_per_node_hour) / 60,
-        )
 
 
 class Cluster:
@@ -200,7 +123,7 @@ class Cluster:
     def _reschedule(self, sharers: list[JobState], pool: PoolState, now: int) -> None:
         """New rates on a GPU; a job whose rate is unchanged keeps its finish event (same instant, exactly)."""
         for job in sharers:
-            rate = slowdown(job.utilization, len(sharers), mps=pool.spec.mps, replicas=pool.replicas)
+            rate = slowdown(job.utilization, len(sharers), mps=pool.spec.mps, replicas=pool.spec.replicas)
             if rate == job.rate_slowdown and job.version:
                 continue
             job.rate_slowdown = rate
@@ -269,8 +192,3 @@ class Cluster:
 
     def removals(self) -> list[int]:
         return [n.removed for p in self.pools.values() for n in p.nodes if n.removed is not None]
-
-
-def _started_minutes(ms: int) -> int:
-    """Billing per started minute."""
-    return -(-ms // MS_PER_MINUTE)

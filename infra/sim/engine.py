@@ -44,15 +44,14 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from infra.quantity import exact_decimal
 from infra.sim import schedule as events
-from infra.sim.cluster import Cluster, NodeState, full_gpu
+from infra.sim.cluster import Cluster
 from infra.sim.gitlab import GitlabQueue
-from infra.sim.jobs import JobState
 from infra.sim.results import JobResult, SimResult
 from infra.sim.runners import ManagerState, RunnerState
-from infra.sim.scenario import MS_PER_MINUTE, Scenario, SimJob, Upgrade, check_scenario, to_ms
+from infra.sim.scenario import MS_PER_MINUTE, Scenario, Upgrade, check_scenario, to_ms
 from infra.sim.schedule import Schedule
+from infra.sim.state import JobState, NodeState
 
 
 def simulate(scenario: Scenario) -> SimResult:
@@ -63,18 +62,14 @@ def simulate(scenario: Scenario) -> SimResult:
     return simulation.result()
 
 
-def utilization(job: SimJob) -> Fraction | None:
-    return None if job.gpu_utilization is None else exact_decimal(job.gpu_utilization)
-
-
 class _Simulation:
     def __init__(self, scenario: Scenario) -> None:
         self.restart = to_ms("manager_restart_minutes", scenario.manager_restart_minutes)
         self.jobs = {
-            j.id: JobState(j, to_ms("minutes", j.minutes), utilization(j), to_ms("created", j.created_minute))
+            j.id: JobState(j, to_ms("minutes", j.minutes), j.exact_utilization, to_ms("created", j.created_minute))
             for j in scenario.jobs
         }
-        sharers = max(full_gpu(p) for p in scenario.pools)
+        sharers = max(p.full_gpu for p in scenario.pools)
         budget = 16 + len(self.jobs) * (12 + 2 * sharers)
         budget += 4 * len(scenario.upgrades) * len(scenario.runners)
         budget += 2 * sum(p.max_nodes for p in scenario.pools)

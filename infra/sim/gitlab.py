@@ -11,9 +11,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 
-from infra.sim.jobs import JobState
 from infra.sim.runners import RunnerState
 from infra.sim.scenario import MS_PER_MINUTE
+from infra.sim.state import JobState
 
 GITLAB_PENDING_OUTDATED_MINUTES = 24 * 60
 GITLAB_PENDING_STUCK_MINUTES = 60

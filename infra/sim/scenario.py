@@ -43,7 +43,7 @@ class SimPool:
     name: str
     slots_per_node: int
     """Job pods a node schedules: GPUs x sharing replicas (1 per GPU without sharing), or fewer when CPU or
-    memory fit fewer (infra/capacity.py's jobs_per_node)."""
+    memory fit fewer (a pool's jobs_per_node, infra/model/pools.py)."""
     gpus_per_node: int
     """Physical GPUs per node; a job lands on the GPU of its node with the fewest jobs."""
     max_nodes: int
@@ -62,6 +62,15 @@ class SimPool:
     """GPU sharing by MPS: each job is capped at 1/replicas of its GPU (else time-slicing, or no sharing)."""
     gpu_replicas: int = 0
     """The sharing replicas per GPU (MPS's cap); 0: ceil(slots_per_node / gpus_per_node)."""
+
+    @property
+    def full_gpu(self) -> int:
+        """Jobs on the busiest GPU of a full node (the device plugin spreads them over the GPUs)."""
+        return -(-self.slots_per_node // self.gpus_per_node)
+
+    @property
+    def replicas(self) -> int:
+        return self.gpu_replicas or self.full_gpu
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,11 @@ class SimJob:
     """The fraction of its GPU the job keeps busy when alone (0 < u <= 1); None: sharing is free."""
     created_minute: Minutes = 0
     """When the job becomes pending in GitLab (a pipeline's stage, a burst of the day)."""
+
+
+    @property
+    def exact_utilization(self) -> Fraction | None:
+        return None if self.gpu_utilization is None else exact_decimal(self.gpu_utilization)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,108 @@
+"""The records of a run (pure): each job through GitLab's queue and its pod, each node, each pool's pods.
+
+A job and its node refer to each other, so they live together; the components that change them are the
+queue (`infra.sim.gitlab`), the runners (`infra.sim.runners`) and the cluster (`infra.sim.cluster`). Times are
+whole milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from infra.sim.results import PoolResult
+from infra.sim.runners import ManagerState
+from infra.sim.scenario import MS_PER_MINUTE, SimJob, SimPool
+
+
+@dataclass(eq=False)
+class JobState:
+    """One job: scheduled -> queued (GitLab) -> pending (its pod) -> running -> done."""
+
+    spec: SimJob
+    work: int
+    """Its run time alone on its GPU."""
+    utilization: Fraction | None
+    created: int
+    state: str = "scheduled"  # scheduled -> queued -> pending -> running -> done
+    taken: int | None = None
+    started: int | None = None
+    ended: int | None = None
+    manager: ManagerState | None = None
+    node: NodeState | None = None
+    gpu: int = 0
+    remaining: Fraction = Fraction(0)
+    """Work left, in milliseconds alone on its GPU, as of `since`."""
+    since: int = 0
+    rate_slowdown: Fraction = Fraction(1)
+    version: int = 0
+    """Bumped when its finish time changes: a finish event of an older version is stale."""
+    reason: str | None = None
+    cause: str | None = None
+
+
+@dataclass(eq=False)
+class NodeState:
+    pool: PoolState
+    name: str
+    created: int
+    ready_at: int
+    warm: bool
+    gpus: list[list[JobState]]
+    ready: bool = False
+    removed: int | None = None
+    empty_since: int | None = None
+    version: int = 0
+    used: int = 0
+    """Jobs running on it."""
+
+
+@dataclass(eq=False)
+class PoolState:
+    spec: SimPool
+    cold: int
+    unneeded: int
+    delay_after_add: int
+    nodes: list[NodeState] = field(default_factory=list)
+    live: list[NodeState] = field(default_factory=list)
+    """Nodes up or booting, oldest first (at most max_nodes)."""
+    pending: deque[JobState] = field(default_factory=deque)
+    pending_count: int = 0
+    pods: int = 0
+    peak_pods: int = 0
+    peak_nodes: int = 0
+
+    def least_allocated(self) -> NodeState | None:
+        """The ready node with the most free slots, the oldest on a tie (None: no free slot)."""
+        best, best_used = None, self.spec.slots_per_node
+        for node in self.live:
+            used = node.used
+            if node.ready and used < best_used:
+                best, best_used = node, used
+        return best
+
+    def result(self, last_end: int) -> PoolResult:
+        """What the pool's nodes billed; warm nodes to the last job's end."""
+        scaled = warm = 0
+        for node in self.nodes:
+            if node.warm:
+                warm += _started_minutes(last_end - node.created)
+            else:
+                assert node.removed is not None
+                scaled += _started_minutes(node.removed - node.created)
+        return PoolResult(
+            name=self.spec.name,
+            nodes_created=sum(1 for n in self.nodes if not n.warm),
+            peak_nodes=self.peak_nodes,
+            peak_pods=self.peak_pods,
+            capacity=self.spec.slots_per_node * self.spec.max_nodes,
+            scaled_node_minutes=scaled,
+            warm_node_minutes=warm,
+            eur=Fraction(scaled + warm) * Fraction(self.spec.eur_per_node_hour) / 60,
+        )
+
+
+def _started_minutes(ms: int) -> int:
+    """Billing per started minute."""
+    return -(-ms // MS_PER_MINUTE)
