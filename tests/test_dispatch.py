@@ -117,12 +117,35 @@ def test_simulate_command_compares_the_layouts(capsys: pytest.CaptureFixture[str
     assert int(single.split()[3]) >= 4
 
 
+NOT_A_NUMBER = "not a number like 1.1 or 15 (a decimal, or a fraction like 11/10 whose denominator is not 0)"
+
+
+def test_a_pipeline_past_the_engines_caps_is_refused_naming_the_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("infra.cli.simulate.MAX_JOBS", 19)  # the sample pipeline has 20 training jobs
+    assert main(["simulate", "--pipeline", str(SAMPLE_PIPELINE)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --pipeline {SAMPLE_PIPELINE}: 20 jobs to simulate, the simulation takes at most 19\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--orders", "1000"], "error: --orders=1000: must be 0-200"),
         (["--slower", "0"], "error: --slower=0: must be above 0 and at most 10"),
         (["--pipeline", "/nonexistent/.gitlab-ci.yml"], "error: no pipeline file /nonexistent/.gitlab-ci.yml"),
+        (["--slower", "1/0"], f"error: --slower='1/0': {NOT_A_NUMBER}"),
+        (["--cold-start", "1e999999"], f"error: --cold-start='1e999999': {NOT_A_NUMBER}"),
+        (["--upgrade-at", "nan"], f"error: --upgrade-at='nan': {NOT_A_NUMBER}"),
+        (["--cold-start", "9" * 5000], f"error: --cold-start='{'9' * 39}…': {NOT_A_NUMBER}"),
+        (["--cold-start", "100000"], "error: --cold-start=100000: must be 0-1440 minutes"),
+        (
+            ["--day", "--orders", "200", "--single-runner", "--set", "workload.profiles.rl.jobs_per_day=100"],
+            "error: --orders=200 --single-runner: 402 run(s) of 160 jobs = 64320 simulated jobs, above the budget "
+            "of 50000 per command: fewer orders, or a smaller pipeline",
+        ),
     ],
 )
 def test_simulate_command_refuses_bad_knobs(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
