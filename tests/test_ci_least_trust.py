@@ -250,7 +250,7 @@ def test_up_applies_with_the_trusted_pack_when_nothing_guarded_is_replaced(
     pack = f"--policy-pack {repo}/.trusted/policy"
     assert preview.startswith("preview --stack dev --json") and pack in preview
     assert up.startswith("up --stack dev --yes") and pack in up
-    assert (repo / ".trusted" / "policy" / "policies.py").is_file()
+    assert (repo / ".trusted" / "policy" / "policies" / "__init__.py").is_file()
 
 
 def test_an_allowed_replacement_goes_through(up_repo: tuple[Path, dict[str, str]]) -> None:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infra.config.credentials import credential_name, credential_value
-from policy import policies as pol
+from policy.policies import gitlab_access as pol
 
 # One value per alternative of the pack's CREDENTIAL_VALUE, at the pack's shortest length.
 PACK_VALUES = {

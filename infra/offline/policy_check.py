@@ -1,6 +1,6 @@
 """The policy pack's rules over the offline plan: what `pulumi preview --policy-pack policy/` would say.
 
-The pack (`policy/policies.py`) stays independent of the program: it is loaded from its file, as the CLI
+The pack (`policy/policies/`) stays independent of the program: it is loaded from its files, as the CLI
 loads it, never imported by the program's code. Each recorded registration is presented to the rules as
 pulumi-policy's analyzer presents a resource: its inputs through a protobuf Struct (numbers become floats),
 deserialised with secrets unwrapped, inside the unknown-checking proxy; stack rules see the outputs.
@@ -39,7 +39,7 @@ from infra.offline.harness import ProgramRun
 from infra.offline.mocks import RecordedResource
 from infra.offline.stack_config import PROJECT_ROOT
 
-POLICY_FILE = PROJECT_ROOT / "policy" / "policies.py"
+POLICY_PACKAGE = PROJECT_ROOT / "policy" / "policies"
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,11 @@ class Violation:
 
 
 @cache
-def load_pack(path: Path = POLICY_FILE) -> ModuleType:
-    """The pack's rules module, loaded from its file (the program never imports it)."""
-    spec = importlib.util.spec_from_file_location("gpu_ci_policy_rules", path)
+def load_pack(path: Path = POLICY_PACKAGE) -> ModuleType:
+    """The pack's rules package, loaded from its files (the program never imports it)."""
+    spec = importlib.util.spec_from_file_location(
+        "gpu_ci_policy_rules", path / "__init__.py", submodule_search_locations=[str(path)]
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the policy pack from {path}")
     module = importlib.util.module_from_spec(spec)

@@ -1,0 +1,115 @@
+"""GitLab: who may send jobs to the runners (registrations take tagged jobs only, a project runner is locked,
+its access level allowed) and who may read a credential kept in a CI/CD variable (masked and protected).
+
+The credential shapes are also in `infra/config/credentials.py` (the pack imports nothing from the program):
+`tests/test_credentials_agree.py` holds the two together."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from .inputs import as_list, config_value, known, show
+
+RUNNER_REGISTRATION_TYPES = frozenset({"gitlab:index/userRunner:UserRunner", "gitlab:index/runner:Runner"})
+VARIABLE_TYPES = frozenset(
+    {
+        "gitlab:index/projectVariable:ProjectVariable",
+        "gitlab:index/groupVariable:GroupVariable",
+        "gitlab:index/instanceVariable:InstanceVariable",
+    }
+)
+ACCESS_LEVELS = ["not_protected", "ref_protected"]
+"""GitLab runner access levels: `ref_protected` takes jobs of protected branches and tags only."""
+
+CREDENTIAL_KEY = re.compile(
+    r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTH|KUBECONFIG|"
+    r"(API|ACCESS|SECRET|PRIVATE|SSH|SIGNING|ENCRYPTION|DEPLOY|CLIENT)_KEY)(_|$)",
+    re.IGNORECASE,
+)
+"""Variable names that say "credential": HF_TOKEN, WANDB_API_KEY, SCW_SECRET_KEY, DB_PASSWORD (not MAX_TOKENS)."""
+CREDENTIAL_VALUE = re.compile(
+    r"\bgl[a-z]{1,6}-[0-9A-Za-z_-]{16,}"  # GitLab tokens: glpat-, glrt-, gldt-, ...
+    r"|\bgh[pousr]_[0-9A-Za-z]{30,}|\bgithub_pat_[0-9A-Za-z_]{30,}"  # GitHub
+    r"|\bSCW[0-9A-Z]{17}\b"  # Scaleway access key
+    r"|\b(AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key
+    r"|\bhf_[0-9A-Za-z]{30,}"  # Hugging Face
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|\beyJ[0-9A-Za-z_-]{10,}\.eyJ[0-9A-Za-z_-]{10,}"  # a JWT
+)
+"""Values that are credentials whatever the variable is called."""
+
+
+def runner_registration_scoped(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The GitLab runner registration takes tagged jobs only, a project runner is locked to its project,
+    and its access level is one the policy config allows.
+
+    Why: an untagged runner takes any job of any project that can use it (the GPU nodes become everyone's
+    shared runner); an unlocked project runner can be enabled by any Maintainer of another project;
+    `not_protected` lets jobs of every branch run there, which a stack may forbid (`allowed_access_levels`).
+    """
+    if args.resource_type not in RUNNER_REGISTRATION_TYPES:
+        return
+    props, where = args.props, f"GitLab runner '{known(args.props, 'description') or args.name}'"
+    untagged = props.get("untagged") if args.resource_type.endswith("UserRunner") else props.get("runUntagged")
+    if untagged is not False:
+        report_violation(f"{where}: untagged={show(untagged)}: set untagged: false (tagged jobs only)", None)
+    runner_type = known(props, "runnerType")
+    if runner_type == "project_type" and props.get("locked") is not True:
+        report_violation(
+            f"{where}: locked={show(props.get('locked'))}: a project runner must be locked to its project", None
+        )
+    level = props.get("accessLevel")
+    allowed = [str(a) for a in as_list(config_value(args, "allowed_access_levels", ACCESS_LEVELS))]
+    if level not in allowed:
+        report_violation(
+            f"{where}: accessLevel={show(level)}: allowed are {allowed} (this policy's allowed_access_levels; "
+            "gpu-ci: platform.runner.access_level)",
+            None,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CI/CD variables
+
+
+def looks_like_credential(key: str, value: Any) -> str | None:
+    """Why a variable looks like a credential ("its name", "its value"), or None."""
+    if CREDENTIAL_KEY.search(key):
+        return "its name"
+    if isinstance(value, str) and CREDENTIAL_VALUE.search(value):
+        return "its value"
+    return None
+
+
+def ci_secret_variables_masked(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """A CI/CD variable holding a credential is masked (or hidden) and protected.
+
+    Why: unmasked, a credential prints in clear in any job log that echoes it; unprotected, any branch's
+    pipeline (anyone with push access) can read it. The value itself never appears in the message.
+    """
+    if args.resource_type not in VARIABLE_TYPES:
+        return
+    key = known(args.props, "key")
+    if not isinstance(key, str):
+        return
+    if key in as_list(config_value(args, "extra_secret_keys", [])):
+        reason: str | None = "the policy's extra_secret_keys"
+    else:
+        reason = looks_like_credential(key, known(args.props, "value"))  # unknown during preview: name only
+    if reason is None:
+        return
+    masked = args.props.get("masked") is True or args.props.get("hidden") is True
+    protected = args.props.get("protected") is True
+    if masked and (protected or key in as_list(config_value(args, "allow_unprotected", []))):
+        return
+    scope = known(args.props, "project") or known(args.props, "group") or "instance"
+    scope = scope if isinstance(scope, str) else show(scope)  # a numeric project id arrives as a float
+    report_violation(
+        f"CI variable '{key}' ({scope}): masked={show(args.props.get('masked'))}, "
+        f"protected={show(args.props.get('protected'))}: it looks like a credential ({reason}) and must be "
+        f"masked and protected (gpu-ci: platform.ci.variables.{key}.secret, which defaults to both)",
+        None,
+    )
