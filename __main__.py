@@ -11,7 +11,7 @@ from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
 from infra.model.platform import load_platform
 from infra.render.report import stack_report
-from infra.sim.day import simulate_day
+from infra.sim.week import simulate_week
 
 config = pulumi.Config()
 try:
@@ -20,7 +20,7 @@ except ValueError as err:  # JSON the engine passed but Python will not read (e.
     raise pulumi.RunError(f"platform: not a readable config object ({str(err).splitlines()[0][:200]})") from None
 try:
     platform = load_platform(raw)
-    day = simulate_day(platform)  # the simulated day of the workload: the report, the outputs and `plan` read it
+    day = simulate_week(platform)  # the simulated day of the workload: the report, the outputs and `plan` read it
     report = stack_report(platform, day)
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback

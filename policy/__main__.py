@@ -5,7 +5,7 @@ this file; the rules live in the package `policies/` (this directory is on sys.p
 """
 
 # `policies` as the analyzer finds it (policy/ on sys.path); mypy checks those files as `policy.policies`.
-from policies import ENFORCEMENT_LEVEL, PACK_NAME, POLICIES  # type: ignore[import-not-found]
+from policies.pack import ENFORCEMENT_LEVEL, PACK_NAME, POLICIES  # type: ignore[import-not-found]
 from pulumi_policy import PolicyPack
 
 PolicyPack(name=PACK_NAME, policies=POLICIES, enforcement_level=ENFORCEMENT_LEVEL)

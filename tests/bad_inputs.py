@@ -94,7 +94,8 @@ SPEC_CASES = [
         "typo-key",
         set_("pools", "ci-compile", "max_sise", value=2),
         "platform.pools.ci-compile.max_sise=2: unknown key (allowed: autohealing, autoscaling, cold_start_minutes, "
-        "gpu_sharing, labels, max_size, min_size, node_type, root_volume_size_gb, root_volume_type, zone)",
+        "gpu_sharing, labels, max_size, merge_request_slots, min_size, node_type, root_volume_size_gb, "
+        "root_volume_type, warm, zone)",
     ),
     Bad(
         "negative-size",
@@ -196,7 +197,8 @@ SPEC_CASES = [
     Bad(
         "bad-duration",
         set_("cluster", "autoscaler", "scale_down_unneeded_time", value="five minutes"),
-        "platform.cluster.autoscaler.scale_down_unneeded_time='five minutes': not a duration like 5m, 300s or 1h",
+        "platform.cluster.autoscaler.scale_down_unneeded_time='five minutes': not a duration like 5m, 300s, 1h or "
+        "3h30m",
     ),
     Bad(
         "template-not-hidden",
@@ -243,7 +245,8 @@ SPEC_CASES = [
     Bad(
         "workload-without-duration",
         drop("workload", "profiles", "rl", "minutes_per_job"),
-        "platform.workload.profiles.rl.minutes_per_job=<missing>: required key is missing",
+        "platform.workload.profiles.rl={jobs_per_day: 12}: give kinds, or both jobs_per_day and minutes_per_job "
+        "(minutes_per_job is missing)",
     ),
     Bad(
         "baseline-without-gpu",
@@ -433,7 +436,7 @@ RUNNER_CI_CASES = [
         set_("runner", "chart_verison", value="0.86.0"),
         "platform.runner.chart_verison='0.86.0': unknown key (allowed: access_level, allowed_images, cache, "
         "chart_version, default_image, default_pool, description, job_timeout, manager_pool, namespace, "
-        "poll_timeout_margin_minutes, pool_tags, tags)",
+        "node_wait_tolerance, poll_timeout_margin_minutes, pool_tags, tags)",
     ),
 ]
 
@@ -505,7 +508,7 @@ HARDENING_CASES = [
     Bad(
         "duration-trailing-newline",
         set_("cluster", "autoscaler", "scale_down_unneeded_time", value="5m\n"),
-        "platform.cluster.autoscaler.scale_down_unneeded_time='5m\\n': not a duration like 5m, 300s or 1h",
+        "platform.cluster.autoscaler.scale_down_unneeded_time='5m\\n': not a duration like 5m, 300s, 1h or 3h30m",
     ),
     Bad(
         "jobs-per-day-huge",
@@ -767,4 +770,68 @@ HARDENING_CASES = [
 giant inputs. Each must fail at once (microseconds to milliseconds), with one line naming its key."""
 
 
-ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES]
+GUARD_CASES = [
+    Bad(
+        "nvidia-visible-devices-in-a-profile",
+        set_("profiles", "rl", "variables", "NVIDIA_VISIBLE_DEVICES", value="all"),
+        "platform.profiles.rl.variables.NVIDIA_VISIBLE_DEVICES='all': would change which GPUs a job sees around the "
+        "device plugin (NVIDIA_VISIBLE_DEVICES=all shows it every GPU of its node): the GPU share comes from the "
+        "pool's gpu_sharing",
+    ),
+    Bad(
+        "cuda-visible-devices-for-every-job",
+        set_("ci", "variables", value={"CUDA_VISIBLE_DEVICES": "0,1"}),
+        "platform.ci.variables.CUDA_VISIBLE_DEVICES='0,1': would change which GPUs a job sees around the device "
+        "plugin (NVIDIA_VISIBLE_DEVICES=all shows it every GPU of its node): the GPU share comes from the pool's "
+        "gpu_sharing",
+    ),
+    Bad(
+        "feature-flag-dropping-the-gpu-request",
+        set_("ci", "variables", value={"FF_USE_ADVANCED_POD_SPEC_CONFIGURATION": "false"}),
+        "platform.ci.variables.FF_USE_ADVANCED_POD_SPEC_CONFIGURATION='false': a job variable overrides the runner's "
+        "feature flags (FF_USE_ADVANCED_POD_SPEC_CONFIGURATION=false drops the GPU request): gpu-ci sets them in "
+        "each runner's config",
+    ),
+    Bad(
+        "gpu-operator-in-the-runner-namespace",
+        set_("gpu_operator", "namespace", value="gitlab-runner"),
+        "platform.gpu_operator.namespace='gitlab-runner': is the runners' namespace (platform.runner.namespace): its "
+        "Pod Security and default-deny network policies would break the GPU operator, and the sharing ConfigMap "
+        "would sit where jobs run",
+    ),
+    Bad(
+        "gpu-pool-no-runner-reaches",
+        set_("pools", "spare", value={"node_type": "L4-1-24G", "zone": "fr-par-2"}),
+        "platform.pools.spare='L4-1-24G': no profile's runner reaches this GPU pool: no CI job would run on it, yet "
+        "`pulumi up` would create and protect it (point a profile's pool at it, or remove it)",
+    ),
+    Bad(
+        "gpu-pool-left-behind-by-a-rename",
+        lambda p: (
+            p.update(pools={("l4" if k == "ci-compile" else k): v for k, v in p["pools"].items()})
+            or p["pools"].update({"ci-compile": dict(p["pools"]["l4"])})
+            or p["profiles"]["rl"].update(pool="l4")
+            or p["runner"].update(default_pool="l4")
+        ),
+        "platform.pools.ci-compile='L4-1-24G': no profile's runner reaches this GPU pool: no CI job would run on it, "
+        "yet `pulumi up` would create and protect it (point a profile's pool at it, or remove it)",
+    ),
+    Bad(
+        "job-timeout-shorter-than-an-attempt",
+        set_("runner", "job_timeout", value="60m"),
+        "platform.runner.job_timeout='60m': cannot hold an attempt on pool ci-training: its poll_timeout 49 min "
+        "(runner.node_wait_tolerance=2h over 3 attempts, cold start 15 min) + its longest job 54 min "
+        "(platform.workload.profiles.supervised.minutes_per_job, on a full node); raise the timeout to more than "
+        "104 min, or lower the tolerance",
+    ),
+    Bad(
+        "tolerance-past-a-day",
+        set_("runner", "node_wait_tolerance", value="25h"),
+        "platform.runner.node_wait_tolerance='25h': must be at most 24h: past a day, GitLab drops the pending jobs "
+        "anyway",
+    ),
+]
+"""Values that would disarm a guard, or a platform whose waits do not fit its timeouts."""
+
+
+ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES, *GUARD_CASES]

@@ -11,8 +11,9 @@ from infra.model.platform import load_platform
 from infra.model.prices import price_rows
 from infra.render.report import render_report
 from infra.render.text import format_eur
-from infra.sim.day import simulate_day
-from infra.sim.platform_scenario import split_evenly, workload_jobs
+from infra.sim.arrivals import split_evenly
+from infra.sim.arrivals import week_jobs as workload_jobs
+from infra.sim.week import simulate_week
 
 L4, L40S, PRO2_XXS = Fraction("0.7875"), Fraction("1.469916"), Fraction("0.0561")
 
@@ -23,17 +24,21 @@ def test_split_evenly() -> None:
     assert split_evenly(1, 3) == [1, 0, 0]
 
 
-def test_the_workload_becomes_bursts_spread_over_the_day(dev_platform: dict[str, Any]) -> None:
+def test_the_workload_becomes_bursts_spread_over_every_day_of_the_week(dev_platform: dict[str, Any]) -> None:
+    """Profiles without kinds: the day gpu-ci simulated before, seven times (3 bursts, 8 h apart)."""
     jobs = workload_jobs(load_platform(dev_platform))
-    assert len(jobs) == 36
-    assert sorted({job.created_minute for job in jobs}) == [0, 480, 960]  # 3 bursts, 8 h apart
+    assert len(jobs) == 7 * 36
+    assert sorted({job.created_minute for job in jobs}) == [
+        day * 1440 + hour for day in range(7) for hour in (0, 480, 960)
+    ]
+    assert {job.job_class for job in jobs} == {"merge_request"}
     first = [job for job in jobs if job.created_minute == 0]
     assert [job.profile for job in first] == ["rl"] * 4 + ["supervised"] * 8  # the pipeline's order
     assert {job.minutes for job in jobs if job.profile == "supervised"} == {40}
 
 
 def test_dev_stack_day_by_hand(dev_platform: dict[str, Any]) -> None:
-    cost = simulate_day(load_platform(dev_platform))
+    cost = simulate_week(load_platform(dev_platform))
     assert cost is not None
     pools = {p.pool: p for p in cost.pools}
     # ci-compile, per burst: 4 RL jobs, 2 per L4; node ready at 15, two rounds of 30 min: empty at 75, removed 80.
@@ -66,14 +71,14 @@ def test_the_design_claim_about_l4_prices(dev_platform: dict[str, Any]) -> None:
     assert l4.eur_per_job_hour == L4 / 2
     assert rows["ci-training"].job_ratio == Fraction(1, 4)
     platform = load_platform(dev_platform)
-    report = render_report(platform, simulate_day(platform))
+    report = render_report(platform, simulate_week(platform))
     assert "53.6 % (46.4 % cheaper)" in report
     assert "0.3938" in report  # 0.39375 rounded half up
 
 
 def test_report_shows_new_against_old(dev_platform: dict[str, Any]) -> None:
     platform = load_platform(dev_platform)
-    report = render_report(platform, simulate_day(platform))
+    report = render_report(platform, simulate_week(platform))
     assert "new setup                                                      13.9774" in report
     assert "old: L40S-1-48G, one job at a time, always on + idle L4-1-24G  54.1780" in report
     assert "New setup: 25.8 % of the old daily cost" in report
@@ -86,7 +91,7 @@ def test_a_day_the_old_setup_cannot_hold(dev_platform: dict[str, Any]) -> None:
     dev_platform["workload"]["batches_per_day"] = 12  # bursts 2 h apart
     dev_platform["workload"]["profiles"]["supervised"].update(jobs_per_day=96, minutes_per_job=45)
     platform = load_platform(dev_platform)
-    cost = simulate_day(platform)
+    cost = simulate_week(platform)
     assert cost is not None and not cost.baseline.keeps_up
     assert cost.failed_jobs == 0
     report = render_report(platform, cost)
@@ -97,7 +102,7 @@ def test_a_day_the_old_setup_cannot_hold(dev_platform: dict[str, Any]) -> None:
 def test_no_workload_no_cost_section(dev_platform: dict[str, Any]) -> None:
     del dev_platform["workload"]
     spec = load_platform(dev_platform)
-    assert simulate_day(spec) is None
+    assert simulate_week(spec) is None
     report = render_report(spec, None)
-    assert "A day, new setup against old" not in report
+    assert "An average day of the week, new setup against old" not in report
     assert "against one job at a time on L40S-1-48G" in report  # the dearest GPU pool is the reference

@@ -149,12 +149,6 @@ def test_a_mutated_dev_spec_is_refused_cleanly_and_fast(mutations: list[tuple[An
             assert len(line) < 1200, len(line)
 
 
-def test_a_gpu_pool_no_profile_targets_is_a_warning_at_its_key(dev_platform: dict[str, Any]) -> None:
-    dev_platform["pools"]["spare"] = {"node_type": "L4-1-24G", "zone": "fr-par-2"}
-    warnings = [str(w) for w in load_platform(dev_platform).warnings]
-    assert "platform.pools.spare='L4-1-24G': no profile targets this GPU pool" in "\n".join(warnings)
-
-
 def test_the_manager_pool_holds_one_manager_per_runner(dev_platform: dict[str, Any]) -> None:
     """Two GPU pools have runners, so two managers: 200Mi left on the system node holds one, not two."""
     platform = load_platform(dev_platform)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support.specs import add_h100_pool
 
 from infra.config.errors import SpecError
 from infra.job_overrides import pool_selector
@@ -49,7 +50,9 @@ def test_dev_fleet_is_one_runner_per_gpu_pool(dev_platform: dict[str, Any]) -> N
     # Job slots at max_size: L4 2 jobs x 1 node, L40S 4 jobs x 1 node; beyond them jobs wait in GitLab.
     assert (compile_.concurrent, training.concurrent) == (2, 4)
     # poll_timeout = cold start 15 min + the 10 min margin: a node that takes the cold start does not fail the job.
-    assert compile_.poll_timeout_seconds == training.poll_timeout_seconds == 25 * 60
+    # Each attempt may wait 49 min: 3 attempts x 49 >= the 2-h tolerance + a 15-min cold start + the 10-min margin.
+    assert compile_.poll_timeout_seconds == training.poll_timeout_seconds == 49 * 60
+    assert compile_.survives_outage_minutes == training.survives_outage_minutes == 3 * 49 - 15 - 10
     assert compile_.node_selector_regex == r"^k8s\.scaleway\.com/pool-name=(ci-compile)$"
     assert training.node_selector_regex == r"^k8s\.scaleway\.com/pool-name=(ci-training)$"
     # Each runner's maxima are its own profiles' sizes, no more.
@@ -91,7 +94,7 @@ def test_templates_reach_exactly_their_pools_runner(dev_platform: dict[str, Any]
         ),
         (
             lambda p: (
-                p.update(pools={**p["pools"], "gpu": p["pools"].pop("ci-training")})
+                p.update(pools={("gpu" if name == "ci-training" else name): pool for name, pool in p["pools"].items()})
                 or p["profiles"]["supervised"].update(pool="gpu")
             ),
             "platform.runner.pool_tags=['kapsule']: jobs of platform.runner.tags (['kapsule', 'gpu']) would also be "
@@ -107,14 +110,20 @@ def test_ambiguous_routing_is_refused_at_the_key(dev_platform: dict[str, Any], e
     assert any(line.startswith(message) for line in str(caught.value).splitlines()), str(caught.value)
 
 
-def test_a_poll_timeout_past_the_job_timeout_is_refused(dev_platform: dict[str, Any]) -> None:
-    dev_platform["runner"]["job_timeout"] = "20m"
-    with pytest.raises(
-        SpecError,
-        match=r"platform\.pools\.ci-compile\.cold_start_minutes=15: \+ "
-        r"poll_timeout_margin_minutes=10 reaches the job timeout 20m",
-    ):
+def test_a_job_timeout_that_cannot_hold_an_attempt_is_refused(dev_platform: dict[str, Any]) -> None:
+    """The job timeout counts the wait for a node: each attempt's poll_timeout plus the pool's longest job (as
+    it runs on a full node: the supervised 40 min x 4 jobs x 0.34 GPU = 54.4 min) must fit in it."""
+    dev_platform["runner"]["job_timeout"] = "100m"
+    with pytest.raises(SpecError) as caught:
         load_platform(dev_platform)
+    assert str(caught.value) == (
+        "platform.runner.job_timeout='100m': cannot hold an attempt on pool ci-training: its poll_timeout 49 min "
+        "(runner.node_wait_tolerance=2h over 3 attempts, cold start 15 min) + its longest job 54 min "
+        "(platform.workload.profiles.supervised.minutes_per_job, on a full node); raise the timeout to more than "
+        "104 min, or lower the tolerance"
+    )
+    dev_platform["runner"]["node_wait_tolerance"] = "1h"  # 3 x 29 min: 29 + 54.4 < 100
+    assert load_platform(dev_platform).runners["ci-training"].survives_outage_minutes == 3 * 29 - 15 - 10
 
 
 @pytest.mark.parametrize("margin", [0, -5, 121])
@@ -166,16 +175,7 @@ def test_allow_lists_admit_exactly_their_pool(drawn: str | tuple[str, str, str])
 def test_a_pool_added_by_config_gets_its_runner(dev_platform: dict[str, Any]) -> None:
     """An H100 pool and its profile: a config change, no code change."""
     before = load_platform(dev_platform)
-    dev_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2", "cold_start_minutes": 20}
-    dev_platform["profiles"]["llm"] = {
-        "pool": "ci-h100",
-        "families": ["llama"],
-        "template": ".train-llm-base",
-        "cpu_request": "8",
-        "cpu_limit": "12",
-        "memory_request": "64Gi",
-        "memory_limit": "96Gi",
-    }
+    add_h100_pool(dev_platform, cold_start_minutes=20)
     platform = load_platform(dev_platform)
     h100 = platform.runners["ci-h100"]
     assert list(platform.runners) == ["ci-compile", "ci-h100", "ci-training"]
@@ -188,7 +188,7 @@ def test_a_pool_added_by_config_gets_its_runner(dev_platform: dict[str, Any]) ->
         "memory_request": "64Gi",
         "memory_limit": "96Gi",
     }
-    assert h100.concurrent == 1 and h100.poll_timeout_seconds == 30 * 60
+    assert h100.concurrent == 1 and h100.poll_timeout_seconds == 50 * 60  # 3 x 50 >= 120 + 20 + 10
     assert platform.default_pool == "ci-compile"  # still the cheapest
     assert platform.runners["ci-compile"] == before.runners["ci-compile"]  # the others are untouched
 

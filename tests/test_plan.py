@@ -74,14 +74,14 @@ def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
     assert "GPU sharing (ConfigMap kube-system/gpu-ci-device-plugin-config" in out
     assert "ci-training  ci-training                            time-slicing  4" in out
     assert "53.6 % (46.4 % cheaper)" in out
-    assert "A day, new setup against old:" in out
+    assert "An average day of the week, new setup against old" in out
     config_map = yaml.safe_load((dev_plan.artifacts / "device-plugin-config.yaml").read_text())
     assert config_map["kind"] == "ConfigMap" and set(config_map["data"]) >= {"ci-compile", "ci-training"}
     patch = json.loads((dev_plan.artifacts / "cluster-policy-patch.json").read_text())
     assert patch["spec"]["devicePlugin"]["config"]["name"] == config_map["metadata"]["name"]
     assert json.loads((dev_plan.artifacts / "cost.json").read_text())["baseline"]["keeps_up"] is True
     document = dev_plan_json[1]
-    assert "A day, new setup against old:" in document["report"]  # what MR notes post
+    assert "An average day of the week, new setup against old" in document["report"]  # what MR notes post
     assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"
 
 

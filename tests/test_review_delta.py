@@ -21,7 +21,7 @@ from infra.model.platform import load_platform
 from infra.offline.stack_config import StackConfig
 from infra.review.delta import cost_figures, render_delta
 from infra.review.note import NoteInput, marker, render_note
-from infra.sim.day import simulate_day
+from infra.sim.week import simulate_week
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def _minutes(value: Fraction) -> str:
 
 def test_a_second_l40s_node_in_the_delta_is_the_simulations_figures(real_plans: tuple[Any, ...]) -> None:
     base, head, base_spec, head_spec = real_plans
-    old, new = simulate_day(load_platform(base_spec)), simulate_day(load_platform(head_spec))
+    old, new = simulate_week(load_platform(base_spec)), simulate_week(load_platform(head_spec))
     assert old is not None and new is not None
     assert new.makespan_minutes < old.makespan_minutes  # twice the slots: the largest burst drains sooner
     lines = render_delta(base, head)

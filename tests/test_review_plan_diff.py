@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from plans import plan_json_with
+from support.specs import add_h100_pool
 
 from infra.__main__ import main
 from infra.cloud.names import T
@@ -129,7 +130,7 @@ def test_the_real_program_adding_a_pool_and_raising_a_maximum(
     dev_stack: StackConfig, dev_platform: dict[str, Any], dev_plan_document: dict[str, Any]
 ) -> None:
     dev_platform["pools"]["ci-training"]["max_size"] = 2
-    dev_platform["pools"]["ci-h100"] = {"node_type": "H100-1-80G", "zone": "fr-par-2"}
+    add_h100_pool(dev_platform)
     base = dev_plan_document
     diff = diff_plans(base, plan_json_with(dev_stack, dev_platform))
     pools = [(r.op, r.name) for r in diff.resources if r.type == POOL]

@@ -366,7 +366,7 @@ def test_same_scenario_same_result() -> None:
 
 def test_oversized_scenario_is_refused_at_once() -> None:
     jobs = (job(1),) * (MAX_JOBS + 1)  # the size is checked before anything else: not the duplicate ids
-    with pytest.raises(ValueError, match=r"Scenario\.jobs: 10001 entries"):
+    with pytest.raises(ValueError, match=r"Scenario\.jobs: 20001 entries"):
         simulate(Scenario((ONE_POOL,), (one_runner(),), jobs))
 
 

@@ -14,9 +14,10 @@ import yaml
 from infra.__main__ import main
 from infra.model.platform import Platform, load_platform
 from infra.render.text import format_eur
-from infra.sim.day import simulate_day
+from infra.sim.arrivals import week_jobs as workload_jobs
 from infra.sim.engine import simulate
-from infra.sim.platform_scenario import scenario, workload_jobs
+from infra.sim.platform_scenario import scenario
+from infra.sim.week import simulate_week
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +63,7 @@ def test_a_second_l40s_node_side_by_side(dev_platform: dict[str, Any], capsys: p
     )
     assert rows["per-pool runners: GPU EUR"][:2] == (format_eur(old_eur), format_eur(new_eur))
     assert rows["per-pool runners: failed jobs"] == ("0", str(new_failed), "=")
-    old_day, new_day = simulate_day(current), simulate_day(changed)
+    old_day, new_day = simulate_week(current), simulate_week(changed)
     assert old_day is not None and new_day is not None
     assert rows["plan: EUR/day"] == (
         format_eur(old_day.eur_per_day),
@@ -76,20 +77,20 @@ def test_a_second_l40s_node_side_by_side(dev_platform: dict[str, Any], capsys: p
 def test_several_keys_a_new_key_and_the_other_flags(capsys: pytest.CaptureFixture[str]) -> None:
     """A key the stack file leaves to its default is set too; --single-runner adds its rows to both columns; the
     exit code is the changed spec's (1: it loses jobs), and its new warnings are said."""
-    args = ["simulate", "--set", "runner.job_timeout=45m", "--set", "runner.poll_timeout_margin_minutes=5"]
+    args = ["simulate", "--set", "workload.profiles.supervised.jobs_per_day=300", "--set", "registry.protect=false"]
     assert main([*args, "--single-runner"]) == 1
     out = capsys.readouterr().out
     assert (
-        "Changed: platform.runner.job_timeout '3h' -> '45m'; platform.runner.poll_timeout_margin_minutes unset -> 5"
-        in out
+        "Changed: platform.workload.profiles.supervised.jobs_per_day 24 -> 300; platform.registry.protect unset -> "
+        "false" in out
     )
-    assert "warning (changed spec): platform.workload.profiles.supervised.minutes_per_job=40.0: " in out
+    assert "warning (changed spec): platform.registry.protect=false: an unprotected namespace is deleted" in out
     rows = _table(out)
-    # Supervised jobs run 54 min when 4 share the L40S: a 45-min timeout fails them, in the changed column only.
-    current, changed, change = rows["per-pool runners: failed jobs"]
-    assert current == "0" and int(changed) > 0 and change == f"+{changed}"
+    # 300 supervised jobs a day need 68 h of the L40S's four slots: GitLab drops what waits 24 h, in the week only.
+    assert rows["per-pool runners: failed jobs"] == ("0", "0", "=")
     assert rows["plan: failed jobs"][0] == "0" and int(rows["plan: failed jobs"][1]) > 0
-    assert "single runner (before): failed jobs" in rows
+    current, changed, change = rows["single runner (before): failed jobs"]
+    assert int(changed) > int(current) > 0 and change == f"+{int(changed) - int(current)}"
 
 
 def test_without_set_the_output_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,7 +33,7 @@ RUNNERS: dict[str | None, dict[str, Any]] = {
     },
     None: {"id": 3, "description": "shared-runners-manager-3", "tags": []},
 }
-POLL_TIMEOUT_SECONDS = 1500
+POLL_TIMEOUT_SECONDS = 49 * 60
 """The dev stack's poll_timeout: a job pod that waits longer for a node fails with runner_system_failure."""
 
 

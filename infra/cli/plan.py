@@ -25,7 +25,7 @@ from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
-from infra.sim.day import CostReport
+from infra.sim.week import CostReport
 
 MAX_CELL = 110
 

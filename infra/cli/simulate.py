@@ -27,13 +27,15 @@ from pathlib import Path
 
 from infra.cli import fail
 from infra.config.errors import SpecError
+from infra.config.schedule import MINUTES_PER_DAY
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.change import compare
 from infra.render.text import format_eur, render_table
-from infra.sim.day import CostReport, simulate_day
-from infra.sim.platform_scenario import PlannedJob, workload_jobs
+from infra.sim.arrivals import week_jobs
+from infra.sim.platform_scenario import PlannedJob
 from infra.sim.scenario import MAX_JOBS
+from infra.sim.week import CostReport, simulate_week
 from infra.sim.what_if import Knobs, Row, Setting, changed_platform, comparison, scenario_rows
 
 MAX_ORDERS = 200
@@ -48,7 +50,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--stack", default="dev", help="stack whose Pulumi.<stack>.yaml holds the spec (default: dev)")
     parser.add_argument("--config", type=Path, help="use this stack file instead of Pulumi.<stack>.yaml")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--day", action="store_true", help="the whole day of the workload, not one burst")
+    source.add_argument("--day", action="store_true", help="the first day of the workload's week, not one burst")
+    source.add_argument("--week", action="store_true", help="the whole week of the workload")
     source.add_argument("--pipeline", type=Path, metavar="FILE", help="a training repository's .gitlab-ci.yml")
     parser.add_argument("--cold-start", metavar="MIN", help="cold start of every GPU pool")
     parser.add_argument("--slower", default="1", help="jobs this many times longer (1.1, or 11/10)")
@@ -92,8 +95,8 @@ def main(args: argparse.Namespace) -> int:
     sys.stdout.write(render_rows(platform, jobs, args.stack, knobs, rows, table=False))
     if _job_counts(new_platform, changed_jobs) != _job_counts(platform, jobs):
         sys.stdout.write(f"Changed spec: {_jobs_text(new_platform, changed_jobs)}\n")
-    current = (platform, rows, simulate_day(platform))
-    sys.stdout.write(render_what_if(settings, current, (new_platform, new_rows, simulate_day(new_platform))))
+    current = (platform, rows, simulate_week(platform))
+    sys.stdout.write(render_what_if(settings, current, (new_platform, new_rows, simulate_week(new_platform))))
     for warning in new_platform.warnings:
         if warning not in platform.warnings:
             sys.stdout.write(f"warning (changed spec): {warning}\n")
@@ -152,11 +155,14 @@ def _jobs(platform: Platform, args: argparse.Namespace) -> list[PlannedJob]:
         from infra.sim.pipeline import pipeline_jobs  # noqa: PLC0415 - reads YAML only when asked
 
         return pipeline_jobs(platform, args.pipeline)
-    jobs = workload_jobs(platform)
-    if args.day or not jobs:
+    jobs = week_jobs(platform)
+    if args.week or not jobs:
         return jobs
-    first = min(job.created_minute for job in jobs)
-    return [job for job in jobs if job.created_minute == first]
+    if args.day:  # the week's first day with a job
+        first_day = min(job.created_minute for job in jobs) // MINUTES_PER_DAY
+        return [job for job in jobs if job.created_minute // MINUTES_PER_DAY == first_day]
+    first = jobs[0]  # the week's first pipeline
+    return [job for job in jobs if (job.pipeline, job.created_minute) == (first.pipeline, first.created_minute)]
 
 
 def render_rows(
@@ -214,5 +220,6 @@ def render_what_if(
         + "; ".join(setting.describe() for setting in settings)
         + "\n"
         + render_table(header, body)
-        + "plan: the day of platform.workload as configured: what `plan` and the MR note's cost delta show.\n"
+        + "plan: the simulated week of platform.workload as configured: what `plan` and the MR note's cost delta "
+        "show.\n"
     )

@@ -98,11 +98,11 @@ class RunnerFleet(pulumi.ComponentResource):
     """The runners' namespace and policies, and per GPU pool a registration and a manager release."""
 
     runner_ids: dict[str, pulumi.Output[str]]
-    """GitLab's id of each runner, by pool (not secret; the tokens are)."""
+    """GitLab's id of each runner, by runner name (not secret; the tokens are)."""
     namespace: pulumi.Output[str]
     """Namespace of the managers and the job pods."""
     release_statuses: dict[str, pulumi.Output[str]]
-    """Helm release status by pool (`deployed`)."""
+    """Helm release status by runner name (`deployed`)."""
 
     def __init__(self, name: str, args: RunnerFleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # The token is the single-runner layout's: it is part of every child's URN, and changing it would make
@@ -139,8 +139,8 @@ class RunnerFleet(pulumi.ComponentResource):
         self.runner_ids, self.release_statuses = {}, {}
         for release in args.runners:
             runner_id, status = self._runner(name, args, release, namespace, shared, restart_on=restart_on)
-            self.runner_ids[release.runner.pool] = runner_id
-            self.release_statuses[release.runner.pool] = status
+            self.runner_ids[release.runner.name] = runner_id
+            self.release_statuses[release.runner.name] = status
         self.namespace = namespace.metadata.name
         self.register_outputs(
             {"runner_ids": self.runner_ids, "namespace": self.namespace, "release_statuses": self.release_statuses}

@@ -161,15 +161,15 @@ MemoryQuantity = Annotated[Memory, BeforeValidator(_memory), PlainSerializer(str
 
 # --- durations ---
 
-_DURATION = re.compile(r"(\d{1,7})(s|m|h)")
+_DURATION = re.compile(r"(?=\d)(?:(?P<h>\d{1,7})h)?(?:(?P<m>\d{1,7})m)?(?:(?P<s>\d{1,7})s)?")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
 def _duration(value: Any) -> str:
     match = _DURATION.fullmatch(value) if isinstance(value, str) else None
     if match is None:
-        raise ValueError("not a duration like 5m, 300s or 1h")
-    if int(match[1]) * _UNIT_SECONDS[match[2]] > MAX_WAIT_SECONDS:
+        raise ValueError("not a duration like 5m, 300s, 1h or 3h30m")
+    if duration_seconds(value) > MAX_WAIT_SECONDS:
         raise ValueError("is longer than a week (168h), the longest wait gpu-ci accepts")
     return value
 
@@ -178,8 +178,10 @@ Duration = Annotated[str, BeforeValidator(_duration)]
 
 
 def duration_seconds(value: str) -> int:
-    """Seconds in a Duration string ("5m" -> 300)."""
-    return int(value[:-1]) * _UNIT_SECONDS[value[-1]]
+    """Seconds in a Duration string ("5m" -> 300, "3h30m" -> 12600)."""
+    match = _DURATION.fullmatch(value)
+    assert match is not None, value
+    return sum(int(match[unit]) * seconds for unit, seconds in _UNIT_SECONDS.items() if match[unit])
 
 
 # --- Kubernetes labels ---

@@ -14,8 +14,12 @@ Checked here, each as one `platform.<key>=<value>: <reason>` problem:
 - workload: its profiles exist, the day's jobs within the cap, baseline node types known and GPU;
 - runner: `default_pool` exists and is targeted, `manager_pool` (as set or chosen) is an always-on CPU pool;
 - gitlab: a group scope names the group, and the project sits in it;
+- the GPU operator's namespace is not the runners';
+- warm windows: on GPU pools, within max_size, not overlapping each other;
 - ci: variable names GitLab accepts, none that shadows a derived, `KUBERNETES_*`, `CI_*` or `GITLAB_*`
-  variable, no credential in clear (CI or profile variables), `image` names the configured registry variable.
+  variable, none that disarms a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`: GPUs around the device plugin;
+  `FF_*`: the runner's feature flags), no credential in clear (CI or profile variables), `image` names the
+  configured registry variable.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def spec_problems(spec: PlatformSpec) -> list[Problem]:
         *_cluster_problems(spec),
         *(p for name in sorted(spec.pools) for p in _pool_problems(spec, name)),
         *_always_on_problems(spec),
+        *_namespace_problems(spec),
+        *(p for name in sorted(spec.pools) for p in _warm_problems(spec, name)),
         *(p for name in sorted(spec.profiles) for p in _profile_problems(spec, name)),
         *_uniqueness_problems(spec),
         *_workload_problems(spec),
@@ -161,6 +167,50 @@ def _sharing_problems(spec: PlatformSpec, name: str) -> list[Problem]:
     return [Problem(path, pool.gpu_sharing.strategy, f"{pool.node_type} has no GPU to share")]
 
 
+def _namespace_problems(spec: PlatformSpec) -> list[Problem]:
+    """The operator's namespace is not the runners' (its Pod Security and default-deny policies would break
+    the operator, and its device-plugin ConfigMap would sit where jobs run)."""
+    if spec.gpu_operator.namespace != spec.runner.namespace:
+        return []
+    return [
+        Problem(
+            key_path("gpu_operator", "namespace"),
+            spec.gpu_operator.namespace,
+            "is the runners' namespace (platform.runner.namespace): its Pod Security and default-deny network "
+            "policies would break the GPU operator, and the sharing ConfigMap would sit where jobs run",
+        )
+    ]
+
+
+def _warm_problems(spec: PlatformSpec, name: str) -> list[Problem]:
+    """Warm windows: on a GPU pool, within its max_size, not overlapping each other."""
+    pool, problems = spec.pools[name], []
+    path = ("pools", name, "warm")
+    if pool.warm and not spec.is_gpu_pool(name):
+        return [
+            Problem(key_path(*path), len(pool.warm), "warm capacity is for GPU pools: this pool's nodes run no CI job")
+        ]
+    seen: list[tuple[int, int, int]] = []
+    for index, window in enumerate(pool.warm):
+        if window.nodes > pool.max_size:
+            problems.append(
+                Problem(key_path(*path, index, "nodes"), window.nodes, f"is above the pool's max_size={pool.max_size}")
+            )
+        for start, end in window.intervals():
+            clash = next((other for other in seen if start < other[1] and other[0] < end), None)
+            if clash is not None:
+                problems.append(
+                    Problem(
+                        key_path(*path, index),
+                        f"{window.days} {window.start}-{window.end}",
+                        f"overlaps warm window {clash[2]} of the pool: give each hour once",
+                    )
+                )
+                break
+        seen += [(start, end, index) for start, end in window.intervals()]
+    return problems
+
+
 def _always_on_problems(spec: PlatformSpec) -> list[Problem]:
     if spec.always_on_pools() or spec.cluster.type != "kapsule":
         return []
@@ -251,12 +301,12 @@ def _workload_problems(spec: PlatformSpec) -> list[Problem]:
                     f"no such profile (profiles: {', '.join(sorted(spec.profiles))})",
                 )
             )
-    total = sum(load.jobs_per_day for load in workload.profiles.values())
+    total = sum(load.daily_jobs for load in workload.profiles.values())
     if total > MAX_JOBS_PER_DAY:
         problems.append(
             Problem(
                 key_path("workload", "profiles"),
-                {name: load.jobs_per_day for name, load in sorted(workload.profiles.items())},
+                {name: load.daily_jobs for name, load in sorted(workload.profiles.items())},
                 f"{total} jobs a day in all, above gpu-ci's limit of {MAX_JOBS_PER_DAY} (the cost model "
                 "simulates every job; docs/config-limits.md)",
             )
@@ -354,37 +404,72 @@ def _gitlab_problems(spec: PlatformSpec) -> list[Problem]:
     return problems
 
 
-def _ci_problems(spec: PlatformSpec) -> list[Problem]:
-    """Variable names GitLab would refuse, that would shadow what gpu-ci or GitLab set, or credentials in clear."""
+GPU_VISIBILITY_PREFIXES = ("NVIDIA_",)
+GPU_VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES",)
+FEATURE_FLAG_PREFIX = "FF_"
+
+
+def _ci_variable_reason(name: str, derived: set[str]) -> str | None:
+    if not is_ci_variable_name(name):
+        return "not a valid CI variable name (letters, digits, '_')"
+    if name in derived:
+        return f"{name} is derived by gpu-ci; do not set it here"
+    if name.startswith("KUBERNETES_"):
+        return "would size or route every job; routing comes from the profiles' templates"
+    if name.startswith(("CI_", "GITLAB_")):
+        return "would shadow a GitLab predefined variable"
+    return _guard_variable(name)
+
+
+def _profile_variable_problems(spec: PlatformSpec) -> list[Problem]:
+    """A profile's variables are committed in clear into the templates file: no guard-disarming name, no
+    credential."""
     problems = []
-    derived = {*DERIVED_VARIABLES, spec.ci.registry_variable}
-    for name, variable in sorted(spec.ci.variables.items()):
-        reason = None
-        shown: object = variable.value if variable.value is not None else {"secret": variable.secret}
-        if not is_ci_variable_name(name):
-            reason = "not a valid CI variable name (letters, digits, '_')"
-        elif name in derived:
-            reason = f"{name} is derived by gpu-ci; do not set it here"
-        elif name.startswith("KUBERNETES_"):
-            reason = "would size or route every job; routing comes from the profiles' templates"
-        elif name.startswith(("CI_", "GITLAB_")):
-            reason = "would shadow a GitLab predefined variable"
-        elif variable.value is not None and (reason := credential_problem(name, variable.value)):
-            shown = Redacted(variable.value)
-        if reason:
-            problems.append(Problem(key_path("ci", "variables", name), shown, reason))
     for profile_name, profile in sorted(spec.profiles.items()):
         for name, value in sorted(profile.variables.items()):
-            what = credential_kind(name, value)
-            if what:
+            path = key_path("profiles", profile_name, "variables", name)
+            if guard := _guard_variable(name):
+                problems.append(Problem(path, value, guard))
+            elif what := credential_kind(name, value):
                 problems.append(
                     Problem(
-                        key_path("profiles", profile_name, "variables", name),
+                        path,
                         Redacted(value),
                         f"looks like {what}: profile variables are committed in clear into the templates file; "
                         f"make it a platform.ci.variables entry with {{secret: {name.lower()}}}",
                     )
                 )
+    return problems
+
+
+def _guard_variable(name: str) -> str | None:
+    """Why a CI or profile variable would disarm a guard of the platform, or None."""
+    if name.startswith(GPU_VISIBILITY_PREFIXES) or name in GPU_VISIBILITY_VARIABLES:
+        return (
+            "would change which GPUs a job sees around the device plugin (NVIDIA_VISIBLE_DEVICES=all shows it every "
+            "GPU of its node): the GPU share comes from the pool's gpu_sharing"
+        )
+    if name.startswith(FEATURE_FLAG_PREFIX):
+        return (
+            "a job variable overrides the runner's feature flags (FF_USE_ADVANCED_POD_SPEC_CONFIGURATION=false drops "
+            "the GPU request): gpu-ci sets them in each runner's config"
+        )
+    return None
+
+
+def _ci_problems(spec: PlatformSpec) -> list[Problem]:
+    """Variable names GitLab would refuse, that would shadow what gpu-ci or GitLab set, that would disarm a
+    guard, or credentials in clear."""
+    problems = []
+    derived = {*DERIVED_VARIABLES, spec.ci.registry_variable}
+    for name, variable in sorted(spec.ci.variables.items()):
+        shown: object = variable.value if variable.value is not None else {"secret": variable.secret}
+        reason = _ci_variable_reason(name, derived)
+        if reason is None and variable.value is not None and (reason := credential_problem(name, variable.value)):
+            shown = Redacted(variable.value)
+        if reason:
+            problems.append(Problem(key_path("ci", "variables", name), shown, reason))
+    problems += _profile_variable_problems(spec)
     ci = spec.ci
     if ci.registry_variable != DEFAULT_REGISTRY_VARIABLE and "${REGISTRY}" in ci.image:
         problems.append(

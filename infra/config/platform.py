@@ -29,6 +29,7 @@ from infra.config.pools import PoolSpec
 from infra.config.profiles import ProfileSpec
 from infra.config.registry import RegistrySpec
 from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG, RunnerSpec
+from infra.config.slo import SloSpec
 from infra.config.workload import WorkloadSpec
 
 RESERVED_LABEL_PREFIXES = ("k8s.scaleway.com/", "kubernetes.io/", "k8s.io/", "node.kubernetes.io/", "nvidia.com/")
@@ -58,7 +59,9 @@ class PlatformSpec(SpecModel):
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
     """Where Scaleway's GPU operator lives, and how gpu-ci hands it the sharing config."""
     workload: WorkloadSpec | None = None
-    """Daily CI load, for the cost report only; None leaves the workload part out of the report."""
+    """The week of CI jobs the simulation runs (cost, waits per class); None leaves it out of the report."""
+    slo: SloSpec = SloSpec()
+    """The feedback-time target, judged on the simulated week of the workload."""
     gitlab: GitlabSpec
     """The GitLab instance, the training project and the runner's scope."""
     runner: RunnerSpec = RunnerSpec()

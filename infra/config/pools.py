@@ -14,6 +14,7 @@ from infra.config.base import (
     SpecModel,
     StrictInt,
 )
+from infra.config.schedule import WindowSpec
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
@@ -116,6 +117,13 @@ GpuSharing = Annotated[NoSharing | TimeSlicing | Mps, Field(discriminator="strat
 NO_SHARING = NoSharing(strategy="none")
 
 
+class WarmWindowSpec(WindowSpec):
+    """Hours in which placeholder pods keep some of the pool's nodes up."""
+
+    nodes: StrictInt = Field(1, ge=1, le=MAX_POOL_NODES)
+    """Nodes kept up (at most the pool's max_size)."""
+
+
 class PoolSpec(SpecModel):
     """One node pool. GPU pools autoscale from zero, so they cost nothing while idle."""
 
@@ -142,6 +150,13 @@ class PoolSpec(SpecModel):
     `{strategy: mps, replicas: N}` (2-48)."""
     cold_start_minutes: StrictInt = Field(15, ge=1, le=MAX_COLD_START_MINUTES)
     """Time from a pending job to a ready node when the pool is at zero (node boot, GPU driver, image pull)."""
+    merge_request_slots: StrictInt = Field(0, ge=0, le=MAX_POOL_NODES * 64)
+    """Job slots held for merge-request jobs: batch jobs never take them, merge-request jobs take any free
+    slot. A second runner of the pool holds them (its `concurrent`); the two add up to the pool's slots."""
+    warm: tuple[WarmWindowSpec, ...] = Field((), max_length=MAX_LIST)
+    """Warm capacity: `[{days: Mon-Fri, from: "08:00", to: "19:00", nodes: 1}]` keeps that many nodes up in
+    those hours (ready at `from`: started a cold start earlier), so the first job of the day does not wait
+    for a node. Billed while up; in `workload.time_zone`."""
 
     @property
     def always_on(self) -> bool:

@@ -30,6 +30,7 @@ CACHE_ACCESS_KEY_CONFIG = "runner_cache_access_key"
 CACHE_SECRET_KEY_CONFIG = "runner_cache_secret_key"
 """Stack secrets (`gpu-ci:<key>`) holding the Object Storage key of the runner cache."""
 
+MAX_NODE_WAIT_TOLERANCE_SECONDS = 24 * 3600
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
 
@@ -82,8 +83,13 @@ class RunnerSpec(SpecModel):
     job_timeout: Duration = "3h"
     """Longest job the runners accept (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
     poll_timeout_margin_minutes: int = Field(10, ge=1, le=120, strict=True)
-    """Added to a pool's `cold_start_minutes` for its runner's `poll_timeout`: how long a job's pod may wait
-    for a node before the job fails. Never zero: a node that takes exactly the cold start would fail the job."""
+    """Slack over a pool's `cold_start_minutes` (image pull, scheduling) that every wait for a node keeps:
+    never zero, a node that takes exactly the cold start would fail the job."""
+    node_wait_tolerance: Duration = "2h"
+    """The longest outage of a pool's nodes (a stock-out, a slow boot) that loses no job. The CI templates
+    retry a job whose pod found no node (`retry: max: 2`, a new job each time), and each attempt's
+    `poll_timeout` is derived so that the three attempts outlast this plus the cold start and the margin;
+    every attempt's job timeout must still hold that wait plus the pool's longest job."""
     tags: tuple[str, ...] = Field(("kapsule", "gpu"), max_length=MAX_LIST)
     """The default pool's tags: a job carrying these (and no other) runs on `default_pool`. Only the default
     pool's runner holds all of them (plus its pool's name). No runner takes untagged jobs."""
@@ -142,6 +148,17 @@ class RunnerSpec(SpecModel):
             raise ValueError("must not be empty")
         return value
 
+    @field_validator("node_wait_tolerance")
+    @classmethod
+    def _node_wait_tolerance(cls, value: str) -> str:
+        if duration_seconds(value) > MAX_NODE_WAIT_TOLERANCE_SECONDS:
+            raise ValueError("must be at most 24h: past a day, GitLab drops the pending jobs anyway")
+        return value
+
     @property
     def job_timeout_seconds(self) -> int:
         return duration_seconds(self.job_timeout)
+
+    @property
+    def node_wait_tolerance_minutes(self) -> int:
+        return -(-duration_seconds(self.node_wait_tolerance) // 60)

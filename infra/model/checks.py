@@ -9,18 +9,23 @@ Errors
 - quota: all pools at max_size together within gpu-ci's node quota;
 - the manager pool holds one runner manager per runner after its reserve;
 - runners: each has a job slot, a Helm release name Helm accepts, a poll timeout inside the job timeout;
-- routing: each template's tags (and the default tags) reach exactly one runner, its pool's.
+- a GPU pool no profile targets (dead config `up` would create and protect);
+- held merge-request slots leave the shared runner at least one;
+- routing: each template's tags (and the default tags), expanded for every pipeline source, reach only their
+  pool's runners (`infra.model.routes`);
+- timeouts: every attempt's job timeout holds its poll_timeout (`infra.model.attempts`) plus the pool's longest
+  job as it runs on a full node.
 Warnings
 - fit: memory limits that overcommit a full node; VRAM that time-sliced jobs could oversubscribe;
-- a GPU pool no profile targets;
-- a workload job as long as the job timeout minus its pool's cold start;
 - values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
-  pack's floor, a public registry namespace), said at their key so a green plan is a green preview.
+  pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
+  registry namespace left unprotected.
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
@@ -29,8 +34,10 @@ from infra.capacity import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST, format_g
 from infra.config.base import MAX_POOL_NODES
 from infra.config.errors import Problem, format_value, key_path
 from infra.config.platform import PlatformSpec
+from infra.model.attempts import ATTEMPTS
 from infra.model.pools import Pool
 from infra.model.profiles import Profile
+from infra.model.routes import PIPELINE_SOURCES, expand, expands_per_source
 from infra.model.runners import MAX_RELEASE_NAME, Runner
 from infra.quantity import exact_decimal, format_gib
 
@@ -52,8 +59,9 @@ def derived_problems(
     errors = [p for p in checks if p.severity == "error"]
     if not errors:  # a pool without slots follows from a fit error: say the cause only
         errors = _runner_problems(spec, pools, runners) + _routing_problems(spec, profiles, runners, default)
+        errors += _timeout_problems(spec, pools, runners)
     warnings = [p for p in checks if p.severity == "warning"]
-    warnings += _timeout_warnings(spec, pools) + _policy_warnings(spec, pools, runners)
+    warnings += _policy_warnings(spec, pools, runners)
     return errors, warnings
 
 
@@ -167,14 +175,15 @@ def _manager_problems(spec: PlatformSpec) -> list[Problem]:
 
 
 def _idle_gpu_pool_problems(spec: PlatformSpec) -> list[Problem]:
-    """A GPU pool no profile targets takes no CI job: a warning, it is probably a typo or a leftover."""
+    """A GPU pool no profile targets takes no CI job: dead config (a rename, a copy) that `up` would create
+    and protect."""
     targeted = spec.targeted_pools()
     return [
         Problem(
             key_path("pools", name),
             spec.pools[name].node_type,
-            "no profile targets this GPU pool: no CI job will run on it (point a profile's pool at it, or remove it)",
-            "warning",
+            "no profile's runner reaches this GPU pool: no CI job would run on it, yet `pulumi up` would create "
+            "and protect it (point a profile's pool at it, or remove it)",
         )
         for name in spec.gpu_pools()
         if name not in targeted
@@ -211,12 +220,13 @@ def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: 
 
 
 POLICY_MIN_POLL_TIMEOUT_SECONDS = 900
-"""The policy pack's default `min_poll_timeout_seconds` (policy/policies.py, runner-poll-timeout-covers-cold-start)."""
+"""The policy pack's default `min_poll_timeout_seconds` (policy/policies/runner_toml.py,
+runner-poll-timeout-covers-cold-start)."""
 
 
 def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
-    """Values the spec allows but the policy pack refuses with its default config: said at their key, so a
-    green plan is a green preview (the pack's config can allow them: policy/README.md)."""
+    """Values the spec allows but the policy pack refuses with its default config, and guards set off: said at
+    their key, so a green plan is a green preview (the pack's config can allow them: policy/README.md)."""
     warnings = []
     for name, pool in pools.items():
         if pool.is_gpu and pool.min_size >= 1:
@@ -229,15 +239,15 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
                     "warning",
                 )
             )
-    for name, runner in runners.items():
-        if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS:
+    for runner in runners.values():
+        if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS and not runner.merge_requests_only:
             warnings.append(
                 Problem(
-                    key_path("pools", name, "cold_start_minutes"),
-                    pools[name].cold_start_minutes,
-                    f"+ poll_timeout_margin_minutes={spec.runner.poll_timeout_margin_minutes} gives a poll_timeout of "
-                    f"{runner.poll_timeout_seconds} s, below the policy pack's {POLICY_MIN_POLL_TIMEOUT_SECONDS} s "
-                    "(runner-poll-timeout-covers-cold-start): a GPU node from zero takes longer",
+                    key_path("runner", "node_wait_tolerance"),
+                    spec.runner.node_wait_tolerance,
+                    f"gives pool {runner.pool} a poll_timeout of {runner.poll_timeout_seconds} s, below the policy "
+                    f"pack's {POLICY_MIN_POLL_TIMEOUT_SECONDS} s (runner-poll-timeout-covers-cold-start): a GPU node "
+                    "from zero takes longer",
                     "warning",
                 )
             )
@@ -251,60 +261,94 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
                 "warning",
             )
         )
-    return warnings
-
-
-def _timeout_warnings(spec: PlatformSpec, pools: Mapping[str, Pool]) -> list[Problem]:
-    """A job's timeout counts its wait for a node: a workload job as long as the timeout minus a cold start fails."""
-    if spec.workload is None:
-        return []
-    warnings = []
-    for name, load in sorted(spec.workload.profiles.items()):
-        pool = pools.get(spec.profiles[name].pool) if name in spec.profiles else None
-        if pool is None:
-            continue
-        if 60 * (pool.cold_start_minutes + load.minutes_per_job) >= spec.runner.job_timeout_seconds:
-            warnings.append(
-                Problem(
-                    key_path("workload", "profiles", name, "minutes_per_job"),
-                    load.minutes_per_job,
-                    f"+ the pool's {pool.cold_start_minutes}-min cold start reaches the runner's job timeout "
-                    f"{spec.runner.job_timeout}, which counts the wait for a node: such jobs fail",
-                    "warning",
-                )
+    if not spec.registry.protect and not spec.registry.existing:
+        warnings.append(
+            Problem(
+                key_path("registry", "protect"),
+                False,
+                "an unprotected namespace is deleted, with every training image in it, by a `pulumi up` that drops "
+                "it or a `pulumi destroy`: set it back to true once the change that needed it is done",
+                "warning",
             )
+        )
     return warnings
+
+
+def _longest_job_minutes(spec: PlatformSpec, pool: Pool) -> tuple[float, str | None]:
+    """The longest job of the pool's profiles as it runs on a full node (its GPU shared by all the replicas),
+    and the workload key that states it; (0, None) without a workload."""
+    workload = spec.workload
+    longest, key = 0.0, None
+    for name in pool.profiles:
+        load = workload.profiles.get(name) if workload is not None else None
+        if load is None:
+            continue
+        utilization = load.gpu_utilization or 0.0
+        as_run = load.longest_minutes * max(1.0, utilization * pool.sharing.replicas_per_gpu)
+        if as_run > longest:
+            kind = max(load.kinds.items(), key=lambda item: item[1].max_minutes)[0] if load.kinds else None
+            longest = as_run
+            key = ".".join(("workload", "profiles", name, *(("kinds", kind) if kind else ()), "minutes_per_job"))
+    return longest, key
+
+
+def _timeout_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
+    """Every attempt's job timeout (it counts the wait for a node) holds its poll_timeout plus the pool's
+    longest job; else the tolerance, the timeout and the jobs do not fit together (said once, for the pool
+    that needs the most)."""
+    needs = []
+    for runner in runners.values():
+        if runner.merge_requests_only:
+            continue  # the same poll_timeout and jobs as the pool's shared runner
+        pool = pools[runner.pool]
+        longest, key = _longest_job_minutes(spec, pool)
+        poll = runner.poll_timeout_seconds // 60
+        if 60 * (poll + longest) >= runner.job_timeout_seconds:
+            needs.append((poll + longest, pool, poll, longest, key))
+    if not needs:
+        return []
+    _, pool, poll, longest, key = max(needs, key=lambda need: need[0])
+    jobs = f" + its longest job {longest:.0f} min (platform.{key}, on a full node)" if key else ""
+    return [
+        Problem(
+            key_path("runner", "job_timeout"),
+            spec.runner.job_timeout,
+            f"cannot hold an attempt on pool {pool.name}: its poll_timeout {poll} min (runner.node_wait_tolerance="
+            f"{spec.runner.node_wait_tolerance} over {ATTEMPTS} attempts, cold start {pool.cold_start_minutes} "
+            f"min){jobs}; raise the timeout to more than {poll + math.ceil(longest)} min, or lower the tolerance",
+        )
+    ]
 
 
 def _runner_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
-    """Each runner has slots, a Helm release name Helm accepts, and a poll timeout inside the job timeout."""
+    """Each runner has slots (held slots leave the shared runner some), and a Helm release name Helm accepts."""
     problems = []
-    for name, runner in runners.items():
-        if runner.concurrent < 1:
+    for runner in runners.values():
+        pool = pools[runner.pool]
+        if runner.concurrent < 1 and not runner.merge_requests_only and pool.spec.merge_request_slots:
             problems.append(
                 Problem(
-                    key_path("pools", name, "max_size"),
-                    pools[name].max_size,
+                    key_path("pools", pool.name, "merge_request_slots"),
+                    pool.spec.merge_request_slots,
+                    f"holds every one of the pool's {pool.slots} slots: batch jobs would find none (hold fewer, or "
+                    "raise max_size or the GPU sharing replicas)",
+                )
+            )
+        elif runner.concurrent < 1:
+            problems.append(
+                Problem(
+                    key_path("pools", pool.name, "max_size"),
+                    pool.max_size,
                     "the pool has no job slot: its runner could take no job",
                 )
             )
         if len(runner.release_name) > MAX_RELEASE_NAME:
             problems.append(
                 Problem(
-                    key_path("pools", name),
-                    name,
+                    key_path("pools", pool.name),
+                    pool.name,
                     f"its runner's Helm release {runner.release_name!r} would be longer than "
                     f"{MAX_RELEASE_NAME} characters: shorten the pool name",
-                )
-            )
-        if runner.poll_timeout_seconds >= runner.job_timeout_seconds:
-            problems.append(
-                Problem(
-                    key_path("pools", name, "cold_start_minutes"),
-                    pools[name].cold_start_minutes,
-                    f"+ poll_timeout_margin_minutes={spec.runner.poll_timeout_margin_minutes} "
-                    f"reaches the job timeout {spec.runner.job_timeout}: a job would time out "
-                    "waiting for its node",
                 )
             )
     return problems
@@ -313,24 +357,31 @@ def _runner_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
 def _routing_problems(
     spec: PlatformSpec, profiles: Mapping[str, Profile], runners: Mapping[str, Runner], default: str
 ) -> list[Problem]:
-    """Each template's tags (and the default tags) reach exactly one runner: its pool's."""
+    """Each template's tags (and the default tags), as GitLab expands them in a pipeline of any source, reach
+    only its pool's runners, and at least one."""
     wanted = {f"platform.runner.tags ({format_value(list(spec.runner.tags))})": (spec.runner.tags, default)}
     for name, profile in profiles.items():
         wanted[f"{profile.template} of profile {name}"] = (profile.tags, profile.pool)
     problems = []
     fleet = list(runners.values())
     for what, (tags, pool) in wanted.items():
-        takers = [r.pool for r in fleet if r.takes(tags)]
-        if takers == [pool]:
-            continue
-        others = [p for p in takers if p != pool]
-        reason = (
-            f"jobs of {what} would also be taken by the runner(s) of {', '.join(others)}: a job's tags must be held "
-            f"by one runner only (pool_tags must not hold all of runner.tags, and no pool may be named after a tag)"
-            if others
-            else f"no runner would take the jobs of {what}"
-        )
-        problems.append(Problem(key_path("runner", "pool_tags"), list(spec.runner.pool_tags), reason))
+        sources = PIPELINE_SOURCES if expands_per_source(tags) else (None,)
+        for source in sources:
+            expanded = expand(tags, source) if source else tags
+            takers = {r.pool for r in fleet if r.takes(expanded)}
+            if takers == {pool}:
+                continue
+            others = sorted(takers - {pool})
+            jobs = f"jobs of {what}" + (f" in {source} pipelines" if source else "")
+            reason = (
+                f"{jobs} would also be taken by the runner(s) of {', '.join(others)}: a job's tags must be held by "
+                "its pool's runners only (pool_tags must not hold all of runner.tags, and no pool may be named "
+                "after a tag)"
+                if others
+                else f"no runner would take the {jobs}"
+            )
+            problems.append(Problem(key_path("runner", "pool_tags"), list(spec.runner.pool_tags), reason))
+            break
     return problems
 
 

@@ -19,7 +19,7 @@ from infra.config.platform import PlatformSpec
 from infra.model.checks import derived_problems
 from infra.model.pools import Pool, derive_pool
 from infra.model.profiles import Profile, derive_profile
-from infra.model.runners import Runner, derive_runner
+from infra.model.runners import Runner, derive_runners
 
 REGISTRY_HOST = "rg.{region}.scw.cloud"
 
@@ -32,7 +32,8 @@ class Platform:
     pools: Mapping[str, Pool]
     profiles: Mapping[str, Profile]
     runners: Mapping[str, Runner]
-    """By pool name, sorted: one per GPU pool some profile targets."""
+    """By runner name, sorted: per GPU pool some profile targets, its shared runner (named as the pool) and
+    the runner of its held merge-request slots (`<pool>-mr`) if it has some."""
     default_pool: str
     manager_pool: str
     warnings: tuple[Problem, ...] = field(default=())
@@ -60,6 +61,9 @@ class Platform:
             | dict.fromkeys(self.spec.runner.allowed_images)
         )
 
+    def runners_of(self, pool: str) -> list[Runner]:
+        return [runner for runner in self.runners.values() if runner.pool == pool]
+
     def runners_taking(self, tags: Iterable[str]) -> list[Runner]:
         """The runners GitLab could give a job with these tags to (none for an untagged job)."""
         wanted = tuple(tags)
@@ -82,7 +86,12 @@ def derive(spec: PlatformSpec) -> Platform:
     if default is None or manager is None:  # load_spec reports both; guards direct callers
         raise SpecError([Problem(key_path("runner"), None, "no default or manager pool: validate with load_spec")])
     pools = {name: derive_pool(spec, name, [fits[p] for p in spec.profiles_on(name)]) for name in sorted(spec.pools)}
-    runners = {name: derive_runner(spec, pools[name], default) for name in sorted(pools) if pools[name].runner}
+    runners = {
+        runner.name: runner
+        for name in sorted(pools)
+        if pools[name].runner
+        for runner in derive_runners(spec, pools[name], default)
+    }
     profiles = {name: derive_profile(spec, name, default) for name in sorted(spec.profiles)}
     problems, warnings = derived_problems(spec, pools, profiles, runners, default)
     if problems:

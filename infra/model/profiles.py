@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from infra.config.platform import PlatformSpec
 from infra.config.profiles import ProfileSpec
 from infra.job_overrides import JOB_RESOURCES, POOL_VARIABLE, pool_selector
+from infra.model.routes import template_tags
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class Profile:
     name: str
     spec: ProfileSpec
     tags: tuple[str, ...]
-    """Tags its CI template carries: exactly one runner, its pool's, holds them all."""
+    """Tags its CI template carries: only its pool's runners hold them all (`infra.model.routes`)."""
     variables: Mapping[str, str]
     """Its template's variables: the four `KUBERNETES_*` requests and limits, the pool selector outside the
     default pool, then the profile's own."""
@@ -51,5 +52,4 @@ def derive_profile(spec: PlatformSpec, name: str, default: str) -> Profile:
     if not on_default:
         variables[POOL_VARIABLE] = pool_selector(profile.pool)
     variables.update(profile.variables)
-    tags = spec.runner.tags if on_default else (*spec.runner.pool_tags, profile.pool)
-    return Profile(name=name, spec=profile, tags=tuple(dict.fromkeys(tags)), variables=variables)
+    return Profile(name=name, spec=profile, tags=template_tags(spec, profile.pool, default), variables=variables)

@@ -18,13 +18,17 @@ from infra.config.platform import PlatformSpec
 from infra.config.pools import POOL_NAME_LABEL
 from infra.config.profiles import ProfileSpec
 from infra.job_overrides import JOB_RESOURCES
+from infra.model.attempts import poll_timeout_minutes, survived_outage_minutes
 from infra.model.pools import Pool
+from infra.model.routes import held_runner_tags, shared_runner_tags
 from infra.quantity import Quantity, magnitude
 
 RELEASE_NAME = "gitlab-runner"
 """Helm release of the default pool's runner (the single runner's name before runners were per pool)."""
 MAX_RELEASE_NAME = 53
 """Helm refuses longer release names."""
+HELD_SUFFIX = "-mr"
+"""Name suffix of the runner of a pool's held merge-request slots."""
 
 _GO_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
 
@@ -38,13 +42,18 @@ def go_quote_meta(text: str) -> str:
 class Runner:
     """One GitLab runner (registration, token Secret, Helm release) serving one GPU pool."""
 
+    name: str
+    """The pool's name for its shared runner, `<pool>-mr` for the runner of its held merge-request slots."""
     pool: str
     tags: tuple[str, ...]
     is_default: bool
     concurrent: int
-    """Its pool's job slots at max_size: a job beyond them waits in GitLab, not as a Pending pod."""
+    """Its pool's job slots at max_size (less the held slots, or only those): a job beyond them waits in
+    GitLab, not as a Pending pod."""
     poll_timeout_seconds: int
-    """How long a job's pod may wait for a node: the pool's cold start plus the spec's margin."""
+    """How long one attempt's pod may wait for a node (`infra.model.attempts`)."""
+    survives_outage_minutes: int
+    """The longest outage of the pool's nodes its jobs survive, over their attempts."""
     job_timeout_seconds: int
     profiles: tuple[str, ...]
     maxima: Mapping[str, Quantity]
@@ -54,11 +63,9 @@ class Runner:
     token_secret_name: str
     resource_prefix: str
     """Prefix of its Pulumi child names: "" for the default pool's runner (names kept from the single-runner
-    layout, so an existing stack keeps its registration and release), `<pool>-` for the others."""
-
-    @property
-    def name(self) -> str:
-        return self.pool
+    layout, so an existing stack keeps its registration and release), `<name>-` for the others."""
+    merge_requests_only: bool = False
+    """The runner of a pool's held slots: it holds only the pool's merge-request tag."""
 
     @property
     def defaults(self) -> Mapping[str, Quantity]:
@@ -92,24 +99,50 @@ def _largest(profiles: list[ProfileSpec], name: str) -> Quantity:
     return max((getattr(p, name) for p in profiles), key=magnitude)
 
 
-def derive_runner(spec: PlatformSpec, pool: Pool, default: str) -> Runner:
-    """The runner of `pool`; `default` is the default pool (its runner holds the default tags)."""
-    is_default = pool.name == default
-    tags = spec.runner.tags if is_default else spec.runner.pool_tags
-    own = [spec.profiles[name] for name in pool.profiles]
+def derive_runners(spec: PlatformSpec, pool: Pool, default: str) -> list[Runner]:
+    """The runners of `pool`: its shared runner, and the runner of its held slots when it has some;
+    `default` is the default pool (its shared runner holds the default tags)."""
+    held = min(pool.spec.merge_request_slots, pool.slots)
+    shared = shared_runner_tags(spec, pool.name, default)
+    runners = [_runner(spec, pool, default, name=pool.name, concurrent=pool.slots - held, tags=shared)]
+    if held:
+        tags = held_runner_tags(spec, pool.name)
+        name = f"{pool.name}{HELD_SUFFIX}"
+        runners.append(_runner(spec, pool, default, name=name, concurrent=held, tags=tags, held=True))
+    return runners
+
+
+def _runner(
+    spec: PlatformSpec,
+    pool: Pool,
+    default: str,
+    *,
+    name: str,
+    concurrent: int,
+    tags: tuple[str, ...],
+    held: bool = False,
+) -> Runner:
+    is_default = pool.name == default and not held
+    own = [spec.profiles[profile] for profile in pool.profiles]
     sizes: dict[str, Quantity] = {r.field: _largest(own, r.field) for r in JOB_RESOURCES}
-    release = RELEASE_NAME if is_default else f"{RELEASE_NAME}-{pool.name}"
+    release = RELEASE_NAME if is_default else f"{RELEASE_NAME}-{name}"
+    margin = spec.runner.poll_timeout_margin_minutes
+    poll = poll_timeout_minutes(pool.cold_start_minutes, margin, spec.runner.node_wait_tolerance_minutes)
+    which = "held merge-request slots of pool" if held else "pool"
     return Runner(
+        name=name,
         pool=pool.name,
-        tags=tuple(dict.fromkeys((*tags, pool.name))),
+        tags=tags,
         is_default=is_default,
-        concurrent=pool.slots,
-        poll_timeout_seconds=60 * (pool.cold_start_minutes + spec.runner.poll_timeout_margin_minutes),
+        concurrent=concurrent,
+        poll_timeout_seconds=60 * poll,
+        survives_outage_minutes=survived_outage_minutes(poll, pool.cold_start_minutes, margin),
         job_timeout_seconds=spec.runner.job_timeout_seconds,
         profiles=pool.profiles,
         maxima=sizes,
-        description=f"{spec.runner.description} - pool {pool.name}",
+        description=f"{spec.runner.description} - {which} {pool.name}",
         release_name=release,
         token_secret_name=f"{release}-token",
-        resource_prefix="" if is_default else f"{pool.name}-",
+        resource_prefix="" if is_default else f"{name}-",
+        merge_requests_only=held,
     )

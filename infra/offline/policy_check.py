@@ -58,16 +58,17 @@ class Violation:
 
 @cache
 def load_pack(path: Path = POLICY_PACKAGE) -> ModuleType:
-    """The pack's rules package, loaded from its files (the program never imports it)."""
+    """The pack's `pack` module (its rules and their levels), loaded from its files (the program never imports
+    the pack)."""
     spec = importlib.util.spec_from_file_location(
         "gpu_ci_policy_rules", path / "__init__.py", submodule_search_locations=[str(path)]
     )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the policy pack from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses and typing resolve the module by name while it loads
-    spec.loader.exec_module(module)
-    return module
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = package  # dataclasses and typing resolve the module by name while it loads
+    spec.loader.exec_module(package)
+    return importlib.import_module(f"{spec.name}.pack")
 
 
 def engine_props(inputs: Mapping[str, Any]) -> Mapping[str, Any]:

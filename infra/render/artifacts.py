@@ -13,19 +13,19 @@ from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import render_cluster_policy_patch, render_config_map
 from infra.render.report import capacity_rows, render_report
 from infra.render.runner import render_runner_config, render_runner_values
-from infra.sim.day import CostReport
+from infra.sim.week import CostReport
 
 
 def render_artifacts(platform: Platform, cost: CostReport | None) -> dict[str, str]:
     """File name -> content, for every artifact derived from the spec (one config and values file per runner);
-    `cost` is the simulated day of the workload (`infra.sim.day.simulate_day`)."""
+    `cost` is the simulated day of the workload (`infra.sim.day.simulate_week`)."""
     artifacts = {
         "capacity.txt": render_report(platform, cost),
         "capacity.json": json.dumps(capacity_rows(platform), indent=2, sort_keys=True) + "\n",
         "ci-templates.yml": render_ci_templates(platform),
     }
     for runner in platform.runners.values():
-        suffix = "" if runner.is_default else f"-{runner.pool}"
+        suffix = "" if runner.is_default else f"-{runner.name}"
         artifacts[f"runner-config{suffix}.toml"] = render_runner_config(platform, runner)
         artifacts[f"runner-values{suffix}.yaml"] = render_runner_values(platform, runner)
     if platform.gpu_pools:

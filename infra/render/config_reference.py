@@ -88,7 +88,8 @@ Besides each key's own constraints, `load_spec` checks, before anything is regis
   GPU pools have at least 100 GB of root volume;
 - a mutualized cluster (`cluster.type: kapsule`) has an always-on pool (`min_size >= 1`) for the runner
   manager and kube-system; `cluster.existing_id` is in `region`; `auto_upgrade` needs a minor `version`;
-- every profile's pool exists and has a GPU; template names and families are unique across profiles;
+- every profile's pool exists and has a GPU; template names and families are unique across profiles; every
+  GPU pool is one a profile targets (else it is dead config that `up` would create and protect);
 - the jobs sharing a node (GPU sharing replicas x requests) fit its allocatable CPU and memory (memory limits
   that overcommit it are a warning); sharing needs a GPU and at least 2 replicas, MPS at most 48; a profile's
   `gpu_memory_gb` fits its GPU (under MPS, one replica's share; `replicas x gpu_memory_gb` above the GPU
@@ -96,13 +97,20 @@ Besides each key's own constraints, `load_spec` checks, before anything is regis
 - pool labels are valid and do not use a reserved prefix (`k8s.scaleway.com/`, `kubernetes.io/`, `k8s.io/`,
   `node.kubernetes.io/`, `nvidia.com/`);
 - the runner's default pool is one a profile targets; the manager pool exists, is always-on and has no GPU;
-- each runner (one per GPU pool a profile targets) has at least one job slot, a Helm release name of at
-  most 53 characters, and a `poll_timeout` (cold start + margin) below the job timeout; the default tags and
-  each template's tags are held by exactly one runner, its pool's (`pool_tags` must not hold all of `tags`);
+- each runner (per GPU pool a profile targets, and the runner of its held `merge_request_slots`) has at
+  least one job slot (held slots leave the pool's shared runner one), a Helm release name of at most 53
+  characters; the job timeout holds one attempt's `poll_timeout` (derived from `node_wait_tolerance`) plus
+  the pool's longest job; the default tags and each template's tags, expanded for every pipeline source,
+  are held by their pool's runners only (`pool_tags` must not hold all of `tags`);
+- warm windows are on GPU pools, within `max_size`, and do not overlap each other; the GPU operator's
+  namespace is not the runners';
 - a group runner scope or group variables name `gitlab.group`, and the project is in it;
 - CI variable names are valid and do not shadow what gpu-ci derives (`REGISTRY`), the routing
-  (`KUBERNETES_*`) or GitLab's predefined variables (`CI_*`, `GITLAB_*`);
-- workload profiles exist; the baseline is a GPU node type of the catalogue.
+  (`KUBERNETES_*`) or GitLab's predefined variables (`CI_*`, `GITLAB_*`), nor (CI or profile variables)
+  disarm a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`, the runner's `FF_*` feature flags);
+- no value anywhere looks like a credential (it would be committed in clear and printed);
+- workload profiles exist, each with `kinds` or `jobs_per_day` and `minutes_per_job`; the baseline is a GPU
+  node type of the catalogue.
 
 A problem caused by another (a profile on an unknown pool) is reported once, where it is.
 """
@@ -120,7 +128,7 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
     documented[model] = prefix.rstrip(".") or "platform"
     rows, nested = [], []
     for name, field in model.model_fields.items():
-        key = f"{prefix}{name}"
+        key = f"{prefix}{field.alias or name}"
         variants = _variants(field)
         if variants:
             tag = field.discriminator
@@ -133,6 +141,8 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
             key_of_map = f"{key}.{MAP_KEYS.get(name, '<name>')}"
             shape = f"map: `{MAP_KEYS.get(name, '<name>')}` → object (`{key_of_map}`)"
             target = key_of_map
+        elif inner is not None and kind == "list":
+            shape, target = f"list of objects (`{key}[]`)", f"{key}[]"
         elif inner is not None:
             shape, target = f"object (`{key}`)", key
         else:
@@ -151,15 +161,16 @@ def _walk(model: type[BaseModel], prefix: str, title: str, sections: list[str], 
         _walk(inner, f"{target}.", heading, sections, documented)
 
 
-def _inner_model(annotation: Any) -> tuple[type[BaseModel] | None, Literal["object", "map"] | None]:
-    """The model a field holds directly (`object`), or as a map's values (`map`); else (None, None)."""
+def _inner_model(annotation: Any) -> tuple[type[BaseModel] | None, Literal["object", "map", "list"] | None]:
+    """The model a field holds directly (`object`), as a map's values (`map`) or a list's items (`list`); else
+    (None, None)."""
     annotation = _without_none(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation, "object"
-    if typing.get_origin(annotation) is dict:
-        value = typing.get_args(annotation)[1]
-        if isinstance(value, type) and issubclass(value, BaseModel):
-            return value, "map"
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    value = args[1] if origin is dict else args[0] if origin is tuple and args else None
+    if isinstance(value, type) and issubclass(value, BaseModel):
+        return value, "map" if origin is dict else "list"
     return None, None
 
 
@@ -176,11 +187,13 @@ def _variants(field: FieldInfo) -> list[tuple[str, type[BaseModel]]]:
 
 
 def _without_none(annotation: Any) -> Any:
-    """`X | None` -> X (None is shown as the default instead)."""
+    """`X | None` -> X (None is shown as the default instead), `Annotated[X, ...]` -> X."""
     if typing.get_origin(annotation) in (typing.Union, UnionType):
         args = [a for a in typing.get_args(annotation) if a is not NoneType]
         if len(args) == 1:
-            return args[0]
+            annotation = args[0]
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
     return annotation
 
 
@@ -197,7 +210,7 @@ def _annotation_name(annotation: Any) -> str:
     if origin is Literal:
         return "string" if all(isinstance(a, str) for a in args) else "choice"
     if origin is tuple:
-        return f"list of {_annotation_name(args[0])}"
+        return f"list of {_annotation_name(_without_none(args[0]))}"
     if origin is dict:
         return f"map: `<name>` → {_annotation_name(args[1])}"
     if annotation in (Cpu, Memory):

@@ -5,13 +5,16 @@ from __future__ import annotations
 from fractions import Fraction
 
 from infra.capacity import format_gb
+from infra.model.attempts import ATTEMPTS
 from infra.model.platform import Platform
 from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL, Pool
 from infra.model.prices import price_rows
+from infra.model.routes import PIPELINE_SOURCES, source_tag
+from infra.model.runners import Runner
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
 from infra.render.text import format_eur, render_table
-from infra.sim.day import CostReport
+from infra.sim.week import CostReport
 
 
 def capacity_rows(platform: Platform) -> list[dict[str, object]]:
@@ -94,23 +97,42 @@ def render_pool_table(platform: Platform) -> str:
 
 
 def render_runners(platform: Platform) -> str:
-    """One runner per GPU pool: the tags that reach it, its job slots, how long a job may wait for a node."""
+    """Per GPU pool its runner (and the runner of its held merge-request slots): the tags that reach it, its job
+    slots, how long one attempt may wait for a node, and the outage of the pool's nodes its jobs survive."""
     body = [
         (
-            runner.pool,
-            "[" + ", ".join(runner.tags) + "]",
-            str(runner.concurrent),
-            f"{runner.poll_timeout_seconds // 60} min",
+            runner.name if runner.name == runner.pool else f"{runner.name} ({runner.pool})",
+            _tags(runner),
+            str(runner.concurrent) + (" held for merge requests" if runner.merge_requests_only else ""),
+            f"{runner.poll_timeout_seconds // 60} min x {ATTEMPTS}",
+            f"{runner.survives_outage_minutes} min",
             ", ".join(f"{platform.profiles[p].template}" for p in runner.profiles),
             "yes" if runner.is_default else "",
         )
         for runner in platform.runners.values()
     ]
-    header = ("runner (pool)", "tags", "job slots (concurrent)", "poll_timeout", "templates", "default")
-    return (
-        f"Runners (one per GPU pool; managers on {platform.manager_pool}; a job beyond the slots waits in GitLab):\n"
-        + render_table(header, body)
+    header = (
+        "runner (pool)",
+        "tags",
+        "job slots (concurrent)",
+        "poll_timeout x attempts",
+        "survives an outage of",
+        "templates",
+        "default",
     )
+    return (
+        f"Runners (per GPU pool; managers on {platform.manager_pool}; a job beyond the slots waits in GitLab; a job "
+        f"whose pod finds no node is retried, {ATTEMPTS} attempts in all):\n" + render_table(header, body)
+    )
+
+
+def _tags(runner: Runner) -> str:
+    """A runner's tags, the tags of every pipeline source of its pool said once (`ci-compile-<any source>`)."""
+    sources = {source_tag(runner.pool, source) for source in PIPELINE_SOURCES}
+    shown = list(runner.tags)
+    if sources <= set(shown):
+        shown = [tag for tag in shown if tag not in sources] + [source_tag(runner.pool, "<any source>")]
+    return "[" + ", ".join(shown) + "]"
 
 
 def render_sharing(platform: Platform) -> str:
@@ -172,12 +194,13 @@ def render_prices(platform: Platform) -> str:
 
 
 def render_cost(platform: Platform, cost: CostReport) -> str:
-    """The workload's simulated day: per profile run times, per pool cost, failures, new setup against old."""
+    """The workload's simulated week: per profile run times, waits per class, per pool cost, failures, the
+    target, new setup against old."""
     loads = [
-        (p.profile, p.pool, str(p.jobs_per_day), _minutes(p.minutes_alone), _minutes(p.minutes_as_run))
+        (p.profile, p.pool, str(p.jobs_per_week), _minutes(p.minutes_alone), _minutes(p.minutes_as_run))
         for p in cost.profiles
     ]
-    load_table = render_table(("profile", "pool", "jobs/day", "min/job, GPU to itself", "min/job, as run"), loads)
+    load_table = render_table(("profile", "pool", "jobs/week", "min/job, GPU to itself", "min/job, as run"), loads)
     rows = []
     for day in cost.pools:
         pool = platform.pools[day.pool]
@@ -201,13 +224,20 @@ def render_cost(platform: Platform, cost: CostReport) -> str:
     )
     table = render_table(("", "EUR/day", "node-hours/day", "peak pods/slots"), rows)
     failed = ", ".join(f"{n} {reason}" for reason, n in sorted(cost.failed_by_reason.items())) or "none"
-    wait = "-" if cost.longest_wait_minutes is None else f"{_minutes(cost.longest_wait_minutes)} min"
+    retried = sum(cost.retried_by_reason.values())
+    workload = platform.spec.workload
+    zone = workload.time_zone if workload is not None else "UTC"
     lines = [
-        f"Workload (platform.workload): {cost.jobs_per_day} jobs a day in {cost.batches_per_day} burst(s), "
-        "simulated:\n" + load_table,
-        "A day, new setup against old:\n" + table,
-        f"Failed jobs: {failed}. Largest burst: {_minutes(cost.makespan_minutes)} min "
-        f"(old setup: {_minutes(baseline.makespan_minutes)} min). Longest wait before a job runs: {wait}.\n",
+        f"Workload (platform.workload): {cost.jobs_per_week} jobs a week, simulated from Monday 00:00 ({zone}):\n"
+        + load_table,
+        "Waits from queued to running, per class (p95: nearest rank; over every attempt of a retried job):\n"
+        + render_waits(cost),
+        _target(cost),
+        f"An average day of the week, new setup against old ({format_eur(cost.eur_per_week)} EUR a week):\n" + table,
+        f"Failed jobs: {failed}"
+        + (f" ({retried} attempts retried, counted once)" if retried else "")
+        + f". Largest burst: {_minutes(cost.makespan_minutes)} min (old setup: {_minutes(baseline.makespan_minutes)} "
+        "min).\n",
         _summary(cost),
     ]
     if not baseline.keeps_up:
@@ -217,20 +247,46 @@ def render_cost(platform: Platform, cost: CostReport) -> str:
         )
     lines.append(
         "Model (docs/simulation.md): GitLab's queue in id order and tags, each runner's slots held while a pod is "
-        "Pending, poll_timeout, cold starts, scale-down after scale_down_unneeded_time, per-minute billing; jobs "
-        "sharing a GPU slow down by max(1, gpu_utilization x jobs on it; MPS: x replicas).\n"
+        "Pending, poll_timeout and the templates' retries, cold starts, warm windows, scale-down after "
+        "scale_down_unneeded_time, per-minute billing; jobs sharing a GPU slow down by max(1, gpu_utilization x "
+        "jobs on it; MPS: x replicas).\n"
     )
-    return "\n".join(lines)
+    return "\n".join(part for part in lines if part)
+
+
+def render_waits(cost: CostReport) -> str:
+    """One row per class: jobs, failed, and the waits (min)."""
+    header = ("class", "jobs", "failed", "wait p50", "wait p95", "longest", "p95 for a slot", "p95 for a node")
+    body = [
+        (
+            c.job_class,
+            str(c.jobs),
+            str(c.failed),
+            *("-" if value is None else _minutes(value) for value in (c.p50, c.p95, c.longest, c.slot_p95, c.node_p95)),
+        )
+        for c in cost.classes
+    ]
+    return render_table(header, body)
+
+
+def _target(cost: CostReport) -> str:
+    target = cost.merge_request_target_minutes
+    if target is None:
+        return ""
+    p95 = cost.merge_request_p95
+    verdict = {True: "met", False: "MISSED", None: "not judged (no merge-request job ran)"}[cost.target_met]
+    shown = "" if p95 is None else f": merge-request jobs wait {_minutes(p95)} min (p95)"
+    return f"Target platform.slo.merge_request_wait_minutes = {target:g} min: {verdict}{shown}.\n"
 
 
 def _summary(cost: CostReport) -> str:
     old, new = cost.baseline, cost
     if not old.eur_per_day:
         return ""
+    jobs = new.jobs_per_week
     per_job = (
-        f"; {format_eur(new.eur_per_day / new.jobs_per_day)} vs {format_eur(old.eur_per_day / new.jobs_per_day)} "
-        "EUR per job"
-        if new.jobs_per_day
+        f"; {format_eur(new.eur_per_week / jobs)} vs {format_eur(old.eur_per_day * 7 / jobs)} EUR per job"
+        if jobs
         else ""
     )
     return f"New setup: {_percent(new.eur_per_day / old.eur_per_day)} of the old daily cost{per_job}.\n"

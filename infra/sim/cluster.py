@@ -15,6 +15,10 @@ the cluster-autoscaler adding and removing nodes, and what the nodes bill.
 - Scale-down: a ready node of a pool, not warm, empty since t is removed at max(t + scale_down_unneeded,
   creation + scale_down_delay_after_add) if still empty and no pod of its pool is Pending (the real
   autoscaler's delay-after-add counts from the last scale-up anywhere in the cluster; the model, per node).
+- Stock-outs: in a pool's stock-out window every scale-up fails; the autoscaler adds the nodes at its end.
+- Warm windows: placeholder pods (one per node, a priority below the jobs' and at or above the autoscaler's
+  expendable cutoff) hold `nodes` nodes up: the autoscaler adds the nodes they lack at the window's start,
+  and scale-down passes them over until its end; jobs use them like any node.
 - Billing: per started minute per node, from its creation (the cold start is billed) to its removal. Warm
   nodes (`warm_nodes`, the pool's min_size) are up from minute 0 and billed to the last job's end.
 """
@@ -25,7 +29,7 @@ import math
 from fractions import Fraction
 
 from infra.sim.scenario import SimPool, to_ms
-from infra.sim.schedule import FINISH, NODE_READY, SCALE_DOWN, Schedule
+from infra.sim.schedule import FINISH, NODE_READY, RESUME, SCALE_DOWN, WARM, Schedule
 from infra.sim.state import JobState, NodeState, PoolState
 
 
@@ -55,6 +59,13 @@ class Cluster:
             for _ in range(pool.spec.warm_nodes):
                 node = self._add_node(pool, 0, warm=True)
                 node.ready = True
+            for start, end in pool.spec.stockouts:
+                first, last = to_ms("stockout", start), to_ms("stockout", end)
+                pool.stockouts.append((first, last))
+                schedule.push(last, RESUME, pool)
+            for start, end, nodes in pool.spec.warm_windows:
+                schedule.push(to_ms("warm", start), WARM, (pool, nodes))
+                schedule.push(to_ms("warm", end), WARM, (pool, 0))
 
     # pods
 
@@ -137,9 +148,17 @@ class Cluster:
         node.ready = True
         self._maybe_idle(node, now)
 
+    def warm(self, pool: PoolState, nodes: int, now: int) -> None:
+        """A warm window starts (`nodes` > 0: placeholder pods for that many nodes) or ends (0): the nodes it
+        released may now be scaled down once empty."""
+        pool.warm_target = nodes
+        if not nodes:
+            for node in list(pool.live):
+                self._maybe_idle(node, now)
+
     def scale_down(self, node: NodeState, version: int, now: int) -> None:
         """A node's scale-down is due: removed if still empty and nothing of its pool is Pending."""
-        if node.version != version or node.removed is not None or node.used != 0:
+        if node.version != version or node.removed is not None or node.used != 0 or node.pool.held(node):
             return
         if node.pool.pending_count:  # a Pending pod is bound to it at this instant: look again after
             node.empty_since = None
@@ -152,14 +171,14 @@ class Cluster:
         """Enough new nodes for the Pending pods that booting nodes will not hold, up to max_nodes; then the
         nodes a scale-down left for later are looked at again."""
         for pool in self.pools.values():
-            if not pool.pending_count:
-                continue
             live = pool.live
+            if (not pool.pending_count and pool.warm_target <= len(live)) or pool.in_stockout(now):
+                continue
             booting = sum(pool.spec.slots_per_node for n in live if not n.ready)
             uncovered = pool.pending_count - booting
-            if uncovered <= 0:
+            wanted = max(math.ceil(uncovered / pool.spec.slots_per_node), pool.warm_target - len(live))
+            if wanted <= 0:
                 continue
-            wanted = math.ceil(uncovered / pool.spec.slots_per_node)
             for _ in range(min(wanted, pool.spec.max_nodes - len(live))):
                 node = self._add_node(pool, now, warm=False)
                 self.schedule.push(node.ready_at, NODE_READY, node)
@@ -169,6 +188,8 @@ class Cluster:
 
     def _maybe_idle(self, node: NodeState, now: int) -> None:
         if node.warm or not node.ready or node.removed is not None or node.used or node.empty_since is not None:
+            return
+        if node.pool.held(node):  # a placeholder keeps it up: looked at again when the warm window ends
             return
         node.empty_since = now
         node.version += 1

@@ -42,6 +42,7 @@ millisecond. The schedule's event budget turns a broken invariant into a Runtime
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from infra.sim import schedule as events
@@ -70,7 +71,9 @@ class _Simulation:
             for j in scenario.jobs
         }
         sharers = max(p.full_gpu for p in scenario.pools)
-        budget = 16 + len(self.jobs) * (12 + 2 * sharers)
+        attempts = len(self.jobs) * (1 + max((j.retry_max for j in scenario.jobs), default=0))
+        budget = 16 + attempts * (12 + 2 * sharers)
+        budget += sum(2 * len(p.warm_windows) + len(p.stockouts) for p in scenario.pools)
         budget += 4 * len(scenario.upgrades) * len(scenario.runners)
         budget += 2 * sum(p.max_nodes for p in scenario.pools)
         self.schedule = Schedule(budget)
@@ -80,7 +83,10 @@ class _Simulation:
             for spec in scenario.runners
         ]
         self.queue = GitlabQueue(self.jobs, self.runners)
+        self.next_id = max(self.jobs, default=0) + 1
+        """GitLab's next build id: a retry is a new job at the end of the queue."""
         for job in self.jobs.values():
+            job.first_id = job.spec.id
             self.schedule.push(job.created, events.CREATED, job)
         for upgrade in scenario.upgrades:
             self.schedule.push(to_ms("at", upgrade.at_minute), events.UPGRADE, upgrade)
@@ -117,6 +123,12 @@ class _Simulation:
         elif kind == events.NODE_READY:
             assert isinstance(payload, NodeState)
             self.cluster.node_ready(payload, now)
+        elif kind == events.RESUME:
+            pass  # a stock-out ended: the autoscaler looks again when the instant settles
+        elif kind == events.WARM:
+            assert isinstance(payload, tuple)
+            pool, nodes = payload
+            self.cluster.warm(pool, nodes, now)
         elif kind == events.SCALE_DOWN:
             assert isinstance(payload, tuple)
             node, version = payload
@@ -164,9 +176,12 @@ class _Simulation:
         self.schedule.push(now + runner.timeout, events.JOB_DEADLINE, job)
 
     def _end(self, job: JobState, now: int, reason: str | None, cause: str | None) -> None:
-        """A job ends (success when reason is None): free its GPU share, its node slot, its runner slot."""
+        """A job ends (success when reason is None): free its GPU share, its node slot, its runner slot; a
+        failure GitLab retries becomes a new job, queued now behind every job already queued."""
         previous = job.state
         job.state, job.ended, job.reason, job.cause = "done", now, reason, cause
+        if reason is not None and reason in job.spec.retry_when and job.attempt < job.spec.retry_max:
+            self._retry(job, now)
         if previous == "queued":
             return
         self.cluster.remove_pod(job, previous, now)
@@ -174,6 +189,20 @@ class _Simulation:
         assert manager is not None
         if manager.runner.release(manager):
             self.schedule.push(now + self.restart, events.MANAGER_START, manager.runner)
+
+    def _retry(self, job: JobState, now: int) -> None:
+        job.retried = True
+        retry = JobState(
+            replace(job.spec, id=self.next_id, created_minute=Fraction(now, MS_PER_MINUTE)),
+            job.work,
+            job.utilization,
+            now,
+            first_id=job.first_id,
+            attempt=job.attempt + 1,
+        )
+        self.jobs[retry.spec.id] = retry
+        self.next_id += 1
+        self.schedule.push(now, events.CREATED, retry)
 
     def _settle(self, now: int) -> None:
         while self.cluster.bind(now) | self._dispatch(now):
@@ -189,10 +218,13 @@ class _Simulation:
         first = min((j.created for j in jobs), default=0)
         end = max([last_end, *self.cluster.removals()])
         failed: dict[str, int] = {}
+        retried: dict[str, int] = {}
         for job in jobs:
             if job.reason is not None:
-                failed[job.reason] = failed.get(job.reason, 0) + 1
-        waits = [j.started - j.created for j in jobs if j.started is not None]
+                counts = retried if job.retried else failed
+                counts[job.reason] = counts.get(job.reason, 0) + 1
+        first_created = {j.spec.id: j.created for j in jobs if j.attempt == 0}
+        waits = [j.started - first_created[j.first_id] for j in jobs if j.started is not None]
         return SimResult(
             jobs=tuple(_job_result(j) for j in jobs),
             pools=tuple(p.result(last_end) for p in self.cluster.pools.values()),
@@ -200,6 +232,7 @@ class _Simulation:
             longest_wait=_minutes(max(waits)) if waits else None,
             failed_by_reason=failed,
             end=_minutes(end),
+            retried_by_reason=retried,
         )
 
 
@@ -219,6 +252,9 @@ def _job_result(job: JobState) -> JobResult:
         outcome="success" if job.reason is None else "failed",
         reason=job.reason,
         cause=job.cause,
+        first_id=job.first_id,
+        attempt=job.attempt,
+        retried=job.retried,
     )
 
 

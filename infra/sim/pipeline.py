@@ -2,13 +2,16 @@
 
 The pipeline is read the way check-ci reads it (`infra.pipeline.resolve`); each job that extends a profile's
 template is one job of that profile, queued at minute 0 in the file's order (GitLab's ids follow the YAML
-order within a stage), running as long as the profile's `workload.profiles.<name>.minutes_per_job`.
+order within a stage), running as long as the median of the profile's kind named by the job's prefix (its
+class too), or the profile's `workload.profiles.<name>.minutes_per_job` (a merge-request job).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
+from infra.config.workload import LEGACY_KIND, JobClass, ProfileLoadSpec
 from infra.model.platform import Platform
 from infra.pipeline.resolve import resolve_file
 from infra.pipeline.rules import platform_templates
@@ -24,19 +27,32 @@ def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:
     pipeline = resolve_file(path, path.parent, platform_templates(platform))
     by_template = {profile.template: name for name, profile in platform.profiles.items()}
     workload = platform.spec.workload
-    minutes = {
-        name: exact_decimal(load.minutes_per_job) for name, load in (workload.profiles.items() if workload else ())
-    }
+    loads = workload.profiles if workload is not None else {}
     jobs = []
     for name, job in pipeline.jobs.items():
         profiles = [by_template[t] for t in (job.templates if job.complete else ()) if t in by_template]
         if not profiles:
             continue
         profile = profiles[0]
-        if profile not in minutes:
+        minutes, job_class, kind = _run_time(loads.get(profile), name)
+        if minutes is None:
             raise ValueError(
                 f"platform.workload.profiles.{profile}.minutes_per_job: needed to simulate job {name!r} (profile "
-                f"{profile})"
+                f"{profile}; or a kind named after the job's prefix)"
             )
-        jobs.append(PlannedJob(name, profile, minutes[profile], tags=job.tags or None))
+        tags = tuple(job.tags) if job.tags else None
+        jobs.append(PlannedJob(name, profile, minutes, tags=tags, job_class=job_class, kind=kind))
     return jobs
+
+
+def _run_time(load: ProfileLoadSpec | None, job: str) -> tuple[Fraction | None, JobClass, str]:
+    """(median minutes, class, kind) of a job: its kind's, the kind whose name prefixes the job's (`hyperopt-dqn`);
+    else the profile's own minutes, as a merge-request job; (None, ...) when the workload says nothing."""
+    if load is None:
+        return None, "merge_request", LEGACY_KIND
+    for kind_name, kind in sorted(load.kinds.items(), key=lambda item: -len(item[0])):
+        if job == kind_name or job.startswith((f"{kind_name}-", f"{kind_name}_")):
+            return exact_decimal(kind.minutes_per_job), kind.job_class, kind_name
+    if load.minutes_per_job is not None:
+        return exact_decimal(load.minutes_per_job), "merge_request", LEGACY_KIND
+    return None, "merge_request", LEGACY_KIND

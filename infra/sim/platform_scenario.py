@@ -1,33 +1,34 @@
-"""The platform as a dispatch scenario (pure): its pools and runners, and the jobs of its workload, for the
-engine (`infra.sim.engine`).
+"""The platform as a dispatch scenario (pure): its pools and runners, and jobs to dispatch, for the engine
+(`infra.sim.engine`).
 
-The pools are the GPU pools that a runner serves, with their derived job slots, cold start, price and the
-cluster-autoscaler's scale-down settings. The runners are the platform's: one per pool, tags as rendered,
-`concurrent` = the pool's slots, `poll_timeout` = cold start + margin, upgraded with `Recreate`.
-`single_runner_scenario` rebuilds the layout gpu-ci had before (one runner for every pool, `concurrent` =
-all slots, `poll_timeout` = the slowest cold start, rolling upgrades): the model shows why it lost jobs.
-
-The workload (`platform.workload`) becomes jobs: `batches_per_day` bursts spread evenly over the day, each
-with its share of every profile's jobs (the first bursts take the remainder), in profile order within a
-burst (GitLab's ids follow the pipeline's order), tagged as the profile's template is.
+The pools are the GPU pools that a runner serves, with their derived job slots, cold start, price, the
+cluster-autoscaler's scale-down settings, and their warm windows (started a cold start early, so the nodes
+are ready at `from`). The runners are the platform's: per pool its shared runner and the runner of its held
+merge-request slots (that one asks for jobs first), tags as rendered, `concurrent` as derived, the derived
+`poll_timeout`, upgraded with `Recreate`. A job's tags are its profile template's as GitLab expands them for
+its class (a merge-request pipeline, or a scheduled one), and it is retried as the templates say.
+`single_runner` rebuilds the layout gpu-ci had before (one runner for every pool, `concurrent` = all
+slots, `poll_timeout` = the slowest cold start, rolling upgrades, no retry): the model shows why it lost jobs.
+The week of the workload's jobs is `infra.sim.arrivals`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from infra.config.base import duration_seconds
-from infra.quantity import exact_decimal
-from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner, Upgrade
+from infra.config.schedule import MINUTES_PER_WEEK
+from infra.config.workload import LEGACY_KIND, JobClass
+from infra.model.attempts import RETRY_MAX, RETRY_WHEN
+from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE, expand
+from infra.sim.scenario import Minutes, Scenario, SimJob, SimPool, SimRunner, Upgrade
 
 if TYPE_CHECKING:
     from infra.model.platform import Platform
     from infra.model.pools import Pool
-
-MINUTES_PER_DAY = 24 * 60
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,14 @@ class PlannedJob:
     minutes: Fraction
     created_minute: Fraction = Fraction(0)
     tags: tuple[str, ...] | None = None
-    """Its tags (None: its profile template's)."""
+    """Its tags (None: its profile template's, expanded for its class)."""
     pool: str | None = None
     """Where its pod is sent (None: its profile's pool)."""
+    job_class: JobClass = "merge_request"
+    kind: str = LEGACY_KIND
+    """The job-name prefix of its kind (`train-validate`, `hyperopt`)."""
+    pipeline: str = ""
+    """The pipeline (burst) it belongs to: jobs queued together."""
 
 
 def sim_pools(platform: Platform) -> tuple[SimPool, ...]:
@@ -65,14 +71,38 @@ def _sim_pool(pool: Pool, unneeded: Fraction, after_add: Fraction) -> SimPool:
         scale_down_delay_after_add_minutes=after_add,
         mps=pool.sharing.caps_compute,
         gpu_replicas=pool.sharing.replicas_per_gpu,
+        warm_windows=warm_windows(pool),
     )
 
 
+def warm_windows(pool: Pool) -> tuple[tuple[Minutes, Minutes, int], ...]:
+    """The pool's warm windows over the week, each started a cold start early (the nodes are ready at `from`);
+    one that would start before Monday 00:00 starts at the week's end instead (the next Monday's), and windows
+    that then touch are merged (the larger node count holds)."""
+    lead = pool.cold_start_minutes
+    pieces: list[tuple[int, int, int]] = []
+    for window in pool.spec.warm:
+        for start, end in window.intervals():
+            if start - lead >= 0:
+                pieces.append((start - lead, end, window.nodes))
+            else:
+                pieces += [(0, end, window.nodes), (MINUTES_PER_WEEK + start - lead, MINUTES_PER_WEEK, window.nodes)]
+    merged: list[tuple[int, int, int]] = []
+    for start, end, nodes in sorted(pieces):
+        if merged and start <= merged[-1][1]:
+            first, last, most = merged[-1]
+            merged[-1] = (first, max(last, end), max(most, nodes))
+        else:
+            merged.append((start, end, nodes))
+    return tuple((Fraction(start), Fraction(end), nodes) for start, end, nodes in merged)
+
+
 def sim_runners(platform: Platform) -> tuple[SimRunner, ...]:
-    """The platform's runners: one per pool, as rendered (Recreate upgrades)."""
+    """The platform's runners as rendered (Recreate upgrades); a pool's held slots' runner asks first."""
+    ordered = sorted(platform.runners.values(), key=lambda runner: (runner.pool, not runner.merge_requests_only))
     return tuple(
         SimRunner(
-            name=runner.pool,
+            name=runner.name,
             tags=frozenset(runner.tags),
             pools=frozenset({runner.pool}),
             concurrent=runner.concurrent,
@@ -80,7 +110,7 @@ def sim_runners(platform: Platform) -> tuple[SimRunner, ...]:
             job_timeout_minutes=Fraction(runner.job_timeout_seconds, 60),
             upgrade_strategy="recreate",
         )
-        for runner in platform.runners.values()
+        for runner in ordered
     )
 
 
@@ -101,29 +131,12 @@ def single_runner(platform: Platform) -> tuple[SimRunner, ...]:
     )
 
 
-def workload_jobs(platform: Platform) -> list[PlannedJob]:
-    """A day of the spec's workload: its bursts spread evenly over the day (empty without a workload)."""
-    workload = platform.spec.workload
-    if workload is None:
-        return []
-    bursts = workload.batches_per_day
-    loads = {name: load for name, load in sorted(workload.profiles.items()) if name in platform.profiles}
-    split = {name: split_evenly(load.jobs_per_day, bursts) for name, load in loads.items()}
-    jobs = []
-    for burst in range(bursts):
-        start = Fraction(MINUTES_PER_DAY * burst, bursts)
-        for name, load in loads.items():
-            families = platform.profiles[name].families
-            for index in range(split[name][burst]):
-                family = families[index % len(families)]
-                jobs.append(PlannedJob(f"{family}-{burst}-{index}", name, exact_decimal(load.minutes_per_job), start))
-    return jobs
-
-
-def split_evenly(total: int, parts: int) -> list[int]:
-    """`total` jobs over `parts` bursts, the first bursts taking the remainder."""
-    quotient, remainder = divmod(total, parts)
-    return [quotient + (1 if i < remainder else 0) for i in range(parts)]
+def job_tags(platform: Platform, job: PlannedJob) -> tuple[str, ...]:
+    """A job's tags as GitLab expands them: its own, or its template's in a pipeline of its class."""
+    if job.tags is not None:
+        return job.tags
+    source = MERGE_REQUEST_SOURCE if job.job_class == "merge_request" else BATCH_SOURCE
+    return expand(platform.profiles[job.profile].tags, source)
 
 
 def scenario(
@@ -134,13 +147,17 @@ def scenario(
     slower: Fraction = Fraction(1),
     cold_start_minutes: Fraction | None = None,
     upgrades: Iterable[Upgrade] = (),
+    stockouts: Mapping[str, tuple[tuple[Minutes, Minutes], ...]] | None = None,
 ) -> Scenario:
     """The platform dispatching `jobs` (ids in the given order), with what-if knobs: jobs `slower` than
-    estimated, another cold start, manager upgrades."""
+    estimated, another cold start, manager upgrades, stock-outs of pools (by name: [start, end) windows)."""
     pools = sim_pools(platform)
     if cold_start_minutes is not None:
         pools = tuple(replace(pool, cold_start_minutes=cold_start_minutes) for pool in pools)
-    runners = sim_runners(platform) if layout == "per-pool" else single_runner(platform)
+    if stockouts:
+        pools = tuple(replace(pool, stockouts=tuple(stockouts.get(pool.name, ()))) for pool in pools)
+    single = layout == "single"
+    runners = single_runner(platform) if single else sim_runners(platform)
     single_tags = tuple(platform.spec.runner.tags)  # before per-pool runners, every template carried these
     workload = platform.spec.workload
     utilization = {
@@ -150,17 +167,13 @@ def scenario(
         SimJob(
             id=index,
             name=job.name,
-            tags=frozenset(
-                single_tags
-                if layout == "single"
-                else job.tags
-                if job.tags is not None
-                else platform.profiles[job.profile].tags
-            ),
+            tags=frozenset(single_tags if single else job_tags(platform, job)),
             pool=job.pool or platform.profiles[job.profile].pool,
             minutes=job.minutes * slower,
             gpu_utilization=utilization.get(job.profile),
             created_minute=job.created_minute,
+            retry_max=0 if single else RETRY_MAX,
+            retry_when=frozenset() if single else frozenset(RETRY_WHEN),
         )
         for index, job in enumerate(jobs, start=1)
     )

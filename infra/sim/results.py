@@ -3,7 +3,7 @@ minute and of a euro (`as_json` rounds them for a report)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
@@ -31,6 +31,24 @@ class JobResult:
     """GitLab's failure_reason: runner_system_failure, job_execution_timeout, stuck_or_timeout_failure."""
     cause: str | None
     """What the model saw: refused (pool not served), poll_timeout, job_timeout, stuck, outdated."""
+    first_id: int = 0
+    """The id of the job's first attempt (its own id unless it is a retry)."""
+    attempt: int = 0
+    """0: the first attempt; 1, 2: GitLab's retries of it (each a new job, with a higher id)."""
+    retried: bool = False
+    """This attempt failed and GitLab retried it: the job's outcome is its last attempt's."""
+
+    @property
+    def slot_wait(self) -> Fraction:
+        """Queued in GitLab until a runner took it (the whole attempt if none did)."""
+        return (self.taken if self.taken is not None else self.finished) - self.created
+
+    @property
+    def node_wait(self) -> Fraction:
+        """Taken until its pod ran (the rest of the attempt if it never did)."""
+        if self.taken is None:
+            return Fraction(0)
+        return (self.started if self.started is not None else self.finished) - self.taken
 
 
 @dataclass(frozen=True)
@@ -71,12 +89,33 @@ class SimResult:
     longest_wait: Fraction | None
     """The longest time from created to running, over the jobs that ran."""
     failed_by_reason: dict[str, int]
+    """Jobs whose last attempt failed, by GitLab's failure reason (a retried job counts once)."""
     end: Fraction
     """When the last job ended or the last scaled node was removed, whichever is later."""
+    retried_by_reason: dict[str, int] = field(default_factory=dict)
+    """Attempts that failed and were retried, by reason."""
 
     @property
     def failed(self) -> tuple[JobResult, ...]:
-        return tuple(j for j in self.jobs if j.outcome == "failed")
+        """The jobs that failed for good: failed attempts that were not retried."""
+        return tuple(j for j in self.jobs if j.outcome == "failed" and not j.retried)
+
+    @property
+    def finals(self) -> tuple[JobResult, ...]:
+        """Each job's last attempt, in the order of the jobs' first ids (one per job of the scenario)."""
+        last: dict[int, JobResult] = {}
+        for job in self.jobs:
+            last[job.first_id] = job
+        return tuple(last[first] for first in sorted(last))
+
+    def waits(self) -> dict[int, tuple[Fraction, Fraction]]:
+        """Per job (by first id): (waiting for a slot, waiting for a node) over all its attempts, until its last
+        attempt ran or ended."""
+        sums: dict[int, tuple[Fraction, Fraction]] = {}
+        for job in self.jobs:
+            slot, node = sums.get(job.first_id, (Fraction(0), Fraction(0)))
+            sums[job.first_id] = (slot + job.slot_wait, node + job.node_wait)
+        return sums
 
     @property
     def eur(self) -> Fraction:
@@ -92,9 +131,10 @@ class SimResult:
     def as_json(self) -> dict[str, object]:
         """JSON-ready figures (minutes to 0.01, EUR to 1/10000 of a cent)."""
         return {
-            "jobs": len(self.jobs),
+            "jobs": len(self.finals),
             "failed": len(self.failed),
             "failed_by_reason": dict(sorted(self.failed_by_reason.items())),
+            **({"retried_by_reason": dict(sorted(self.retried_by_reason.items()))} if self.retried_by_reason else {}),
             "makespan_minutes": round(float(self.makespan), 2),
             "longest_wait_minutes": None if self.longest_wait is None else round(float(self.longest_wait), 2),
             "eur": round(float(self.eur), 6),

@@ -19,7 +19,7 @@ from typing import Literal
 from infra.quantity import exact_decimal
 
 MS_PER_MINUTE = 60_000
-MAX_JOBS = 10_000
+MAX_JOBS = 20_000
 MAX_POOLS = 50
 MAX_RUNNERS = 50
 MAX_UPGRADES = 100
@@ -30,6 +30,10 @@ MAX_SLOTS_PER_GPU = 16
 MAX_CONCURRENT = 1_000
 MAX_MINUTES = 30 * 24 * 60
 """Any time or duration in a scenario (30 days)."""
+MAX_RETRIES = 2
+"""GitLab's most for `retry: max`."""
+MAX_WINDOWS = 200
+"""Stock-out and warm windows of one pool (a week of two warm windows a day: 14)."""
 
 Minutes = float | Fraction
 """A time or duration in minutes: a float is read as the decimal it prints, a Fraction exactly."""
@@ -62,6 +66,12 @@ class SimPool:
     """GPU sharing by MPS: each job is capped at 1/replicas of its GPU (else time-slicing, or no sharing)."""
     gpu_replicas: int = 0
     """The sharing replicas per GPU (MPS's cap); 0: ceil(slots_per_node / gpus_per_node)."""
+    stockouts: tuple[tuple[Minutes, Minutes], ...] = ()
+    """[start, end) windows in which every scale-up of the pool fails (no stock, a zone incident): the
+    autoscaler adds nodes again at `end`."""
+    warm_windows: tuple[tuple[Minutes, Minutes, int], ...] = ()
+    """[start, end, nodes): placeholder pods hold that many nodes up (warm capacity): the autoscaler adds the
+    nodes they lack at `start`, and none of them is scaled down before `end`. Sorted, not overlapping."""
 
     @property
     def full_gpu(self) -> int:
@@ -108,7 +118,10 @@ class SimJob:
     """The fraction of its GPU the job keeps busy when alone (0 < u <= 1); None: sharing is free."""
     created_minute: Minutes = 0
     """When the job becomes pending in GitLab (a pipeline's stage, a burst of the day)."""
-
+    retry_max: int = 0
+    """GitLab's `retry: max` (0-2): a failed attempt whose reason is in `retry_when` is retried as a new job."""
+    retry_when: frozenset[str] = frozenset()
+    """GitLab's `retry: when`: failure reasons that are retried (`runner_system_failure`, ...)."""
 
     @property
     def exact_utilization(self) -> Fraction | None:
@@ -206,7 +219,24 @@ def _check_pools(pools: tuple[SimPool, ...]) -> set[str]:
         to_ms(f"{where}: scale_down_delay_after_add_minutes", pool.scale_down_delay_after_add_minutes)
         if not isinstance(pool.eur_per_node_hour, int | Fraction) or pool.eur_per_node_hour < 0:
             raise ValueError(f"{where}: eur_per_node_hour must be a Fraction >= 0, got {pool.eur_per_node_hour!r}")
+        _check_windows(f"{where}: stockouts", [(start, end) for start, end in pool.stockouts])
+        _check_windows(f"{where}: warm_windows", [(start, end) for start, end, _ in pool.warm_windows], ordered=True)
+        for _, _, nodes in pool.warm_windows:
+            _count(f"{where}: warm_windows nodes", nodes, 1, pool.max_nodes)
     return pool_names
+
+
+def _check_windows(where: str, windows: list[tuple[Minutes, Minutes]], *, ordered: bool = False) -> None:
+    if len(windows) > MAX_WINDOWS:
+        raise ValueError(f"{where}: {len(windows)} windows, the simulation takes at most {MAX_WINDOWS}")
+    previous_end = -1
+    for start, end in windows:
+        first, last = to_ms(f"{where} start", start), to_ms(f"{where} end", end)
+        if last <= first:
+            raise ValueError(f"{where}: a window must end after it starts, got {start}-{end}")
+        if ordered and first < previous_end:
+            raise ValueError(f"{where}: windows must be sorted and not overlap, got one starting at {start}")
+        previous_end = last
 
 
 def _check_runners(runners: tuple[SimRunner, ...], pool_names: set[str]) -> set[str]:
@@ -241,3 +271,4 @@ def _check_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> None:
         u = job.gpu_utilization
         if u is not None and (isinstance(u, bool) or not isinstance(u, int | float | Fraction) or not 0 < u <= 1):
             raise ValueError(f"{where}: gpu_utilization must be in (0, 1] or None, got {u!r}")
+        _count(f"{where}: retry_max", job.retry_max, 0, MAX_RETRIES)

@@ -9,8 +9,21 @@ from __future__ import annotations
 
 import heapq
 
-# Event kinds, in the order they are handled at one instant (deadlines first, scale-down last).
-DROP, POLL_DEADLINE, JOB_DEADLINE, FINISH, NODE_READY, UPGRADE, MANAGER_START, CREATED, SCALE_DOWN = range(9)
+# Event kinds, in the order they are handled at one instant (deadlines first, scale-down last). RESUME (a
+# stock-out ends) only makes the autoscaler look again; WARM starts or ends a pool's warm window.
+(
+    DROP,
+    POLL_DEADLINE,
+    JOB_DEADLINE,
+    FINISH,
+    NODE_READY,
+    RESUME,
+    WARM,
+    UPGRADE,
+    MANAGER_START,
+    CREATED,
+    SCALE_DOWN,
+) = range(11)
 
 
 class Schedule:

@@ -40,6 +40,10 @@ class JobState:
     """Bumped when its finish time changes: a finish event of an older version is stale."""
     reason: str | None = None
     cause: str | None = None
+    first_id: int = 0
+    """The id of its first attempt (its own, unless it is a retry)."""
+    attempt: int = 0
+    retried: bool = False
 
 
 @dataclass(eq=False)
@@ -72,6 +76,17 @@ class PoolState:
     pods: int = 0
     peak_pods: int = 0
     peak_nodes: int = 0
+    stockouts: list[tuple[int, int]] = field(default_factory=list)
+    """[start, end) in ms: scale-ups fail."""
+    warm_target: int = 0
+    """Nodes the warm window now in force holds up (its placeholder pods: one per node)."""
+
+    def in_stockout(self, now: int) -> bool:
+        return any(start <= now < end for start, end in self.stockouts)
+
+    def held(self, node: NodeState) -> bool:
+        """Whether a placeholder pod keeps `node` up: the oldest `warm_target` live nodes hold one each."""
+        return self.warm_target > 0 and node in self.live[: self.warm_target]
 
     def least_allocated(self) -> NodeState | None:
         """The ready node with the most free slots, the oldest on a tie (None: no free slot)."""

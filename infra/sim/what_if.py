@@ -22,10 +22,10 @@ from infra.config.errors import CONFIG_ROOT, SpecError, format_value
 from infra.model.platform import Platform, load_platform
 from infra.render.text import format_eur
 from infra.sim.bound import bound_makespan
-from infra.sim.day import CostReport
 from infra.sim.engine import simulate
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.scenario import Scenario, Upgrade
+from infra.sim.week import CostReport
 
 Layout = Literal["per-pool", "single"]
 """The runners simulated: one per pool, or the single runner of before."""

@@ -17,9 +17,8 @@ package works under any of those names.
 - `namespace_isolation`: Pod Security on namespaces, a default-deny NetworkPolicy in each.
 - `gitlab_access`: runner registrations, credentials in CI/CD variables.
 - `public_storage`: buckets and registry namespaces stay private.
-- `pack`: every rule's name, description and config schema, the enforcement level.
+- `pack`: every rule's name, description and config schema, the enforcement level (what `__main__.py`
+  builds the pack from).
+
+This file imports nothing: a package that re-exported its modules would import them while they import it.
 """
-
-from .pack import ENFORCEMENT_LEVEL, PACK_NAME, POLICIES, RESOURCE_POLICIES, STACK_POLICIES
-
-__all__ = ["ENFORCEMENT_LEVEL", "PACK_NAME", "POLICIES", "RESOURCE_POLICIES", "STACK_POLICIES"]

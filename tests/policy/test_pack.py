@@ -27,14 +27,14 @@ from infra.config.errors import SpecError
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.load import load_spec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
-from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.model.checks import POLICY_MIN_POLL_TIMEOUT_SECONDS
+from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.policy_check import analyzed, engine_props
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
-from policy import policies as pol
 from policy.policies import cluster_pools, runner_toml
+from policy.policies import pack as pol
 from policy.policies.runner_release import is_runner_release
 
 # ---------------------------------------------------------------------------------------------------------
@@ -113,7 +113,7 @@ def test_the_rules_see_the_programs_resources(dev_run: ProgramRun) -> None:
     for release in releases:
         assert is_runner_release(release)
         ((_, entry),) = runner_toml._runner_entries(release, lambda *_: pytest.fail("config.toml unreadable"))
-        assert entry["kubernetes"]["poll_timeout"] == 25 * 60
+        assert entry["kubernetes"]["poll_timeout"] == 49 * 60
     assert [analyzed(r, None).props["key"] for r in run.by_type(PROJECT_VARIABLE)] == ["REGISTRY"]
     assert len(run.by_type(CLUSTER)) == len(run.by_type(NAMESPACE)) == len(run.by_type(CONFIG_MAP)) == 1
 
@@ -150,6 +150,7 @@ def _fast_cold_start(p: dict[str, Any]) -> None:
     for name in ("ci-compile", "ci-training"):
         p["pools"][name]["cold_start_minutes"] = 3
     p["runner"]["poll_timeout_margin_minutes"] = 1
+    p["runner"]["node_wait_tolerance"] = "8m"  # 3 attempts of 4 min: (8 + 3 + 1) / 3
 
 
 def _unmasked_secret(p: dict[str, Any]) -> None:
@@ -236,7 +237,8 @@ def test_what_the_pack_refuses_the_spec_says_at_the_key(
     said = {
         "gpu-pool-scales-to-zero": "platform.pools.ci-training.min_size=1: an always-on GPU pool",
         "registry-namespace-private": "platform.registry.is_public=true: the policy pack",
-        "runner-poll-timeout-covers-cold-start": "platform.pools.ci-training.cold_start_minutes=3: + ",
+        "runner-poll-timeout-covers-cold-start": "platform.runner.node_wait_tolerance='8m': gives pool ci-training a "
+        "poll_timeout of 240 s",
     }
     for policy, _, _ in found:
         if policy in said:

@@ -1,0 +1,134 @@
+"""The week of jobs of `platform.workload` (pure): when each job is queued, how long it runs, its class.
+
+The week starts on Monday 00:00 in `workload.time_zone`. Everything drawn is seeded from the spec's own names
+(`zlib.crc32`, not Python's salted `hash`), so a spec always gives the same week, in every process:
+
+- A kind (`workload.profiles.<p>.kinds.<kind>`) comes in **pipelines** of one job per family of the profile,
+  `ceil(jobs_per_day / families)` a day on each of its `days`, queued at minutes drawn uniformly within
+  `from`-`to`. The draws belong to the kind's name and the day, so the same kind in two profiles with as many
+  pipelines a day is one pipeline (`train-validate-dqn` and `train-validate-tft` queued together, as one
+  merge request's pipeline runs every family).
+- A kind's run times: its median `minutes_per_job`, or with `minutes_p90` a log-normal through the median and
+  the p90, cut at its p99 (`KindLoadSpec.max_minutes`): a tail that long is a broken job, not load.
+- A profile given by `jobs_per_day`/`minutes_per_job` (no kinds): one merge-request kind in
+  `workload.batches_per_day` bursts spread evenly over every day, each with its share of the jobs (the first
+  bursts take the remainder), every job `minutes_per_job` long: the day gpu-ci simulated before, seven times.
+
+Within an instant, jobs are queued in profile order, then family order (GitLab's ids follow the pipeline's
+YAML order).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from fractions import Fraction
+from random import Random
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+from infra.config.schedule import MINUTES_PER_DAY
+from infra.config.workload import LEGACY_KIND, Z99, KindLoadSpec, ProfileLoadSpec
+from infra.quantity import exact_decimal
+from infra.sim.platform_scenario import PlannedJob
+
+if TYPE_CHECKING:
+    from infra.model.platform import Platform
+
+DAYS = 7
+_NORMAL = NormalDist()
+_TOP = _NORMAL.cdf(Z99)
+
+
+def week_jobs(platform: Platform) -> list[PlannedJob]:
+    """The week of the spec's workload, in queue order (empty without a workload)."""
+    workload = platform.spec.workload
+    if workload is None:
+        return []
+    jobs: list[tuple[Fraction, int, PlannedJob]] = []
+    for name, load in sorted(workload.profiles.items()):
+        if name not in platform.profiles:
+            continue
+        families = platform.profiles[name].families
+        planned = (
+            _kind_jobs(name, families, load.kinds)
+            if load.kinds
+            else _burst_jobs(name, families, load, workload.batches_per_day)
+        )
+        jobs += [(job.created_minute, index, job) for index, job in enumerate(planned)]
+    order = {name: index for index, name in enumerate(sorted(workload.profiles))}
+    jobs.sort(key=lambda item: (item[0], order[item[2].profile], item[1]))
+    return [job for _, _, job in jobs]
+
+
+def _burst_jobs(profile: str, families: tuple[str, ...], load: ProfileLoadSpec, bursts: int) -> list[PlannedJob]:
+    assert load.jobs_per_day is not None and load.minutes_per_job is not None  # the form without kinds
+    minutes = exact_decimal(load.minutes_per_job)
+    split = split_evenly(load.jobs_per_day, bursts)
+    jobs = []
+    for day in range(DAYS):
+        for burst in range(bursts):
+            start = day * MINUTES_PER_DAY + Fraction(MINUTES_PER_DAY * burst, bursts)
+            pipeline = day * bursts + burst
+            for index in range(split[burst]):
+                family = families[index % len(families)]
+                jobs.append(
+                    PlannedJob(
+                        f"{family}-{pipeline}-{index}",
+                        profile,
+                        minutes,
+                        start,
+                        kind=LEGACY_KIND,
+                        pipeline=f"{LEGACY_KIND}-{pipeline}",
+                    )
+                )
+    return jobs
+
+
+def _kind_jobs(profile: str, families: tuple[str, ...], kinds: dict[str, KindLoadSpec]) -> list[PlannedJob]:
+    jobs = []
+    for kind_name, kind in sorted(kinds.items()):
+        pipelines = math.ceil(kind.jobs_per_day / len(families))
+        for day, (start, end) in _days(kind):
+            draws = Random(_seed(kind_name, day))
+            times = sorted(start + round(draws.random() * (end - start)) for _ in range(pipelines))
+            for number, at in enumerate(times):
+                for index, family in enumerate(families):
+                    if number * len(families) + index >= kind.jobs_per_day:
+                        break
+                    jobs.append(
+                        PlannedJob(
+                            f"{kind_name}-{family}",
+                            profile,
+                            run_minutes(kind, _seed(kind_name, day, number, family)),
+                            Fraction(at),
+                            job_class=kind.job_class,
+                            kind=kind_name,
+                            pipeline=f"{kind_name}-{day}-{number}",
+                        )
+                    )
+    return jobs
+
+
+def _days(kind: KindLoadSpec) -> list[tuple[int, tuple[int, int]]]:
+    return [(start // MINUTES_PER_DAY, (start, end)) for start, end in kind.intervals()]
+
+
+def run_minutes(kind: KindLoadSpec, seed: int) -> Fraction:
+    """One job's run time alone on its GPU, to 0.1 min: the median, or a log-normal draw cut at the p99."""
+    median = exact_decimal(kind.minutes_per_job)
+    if not kind.sigma:
+        return median
+    quantile = min(max(Random(seed).random(), 1 - _TOP), _TOP)
+    minutes = kind.minutes_per_job * math.exp(kind.sigma * _NORMAL.inv_cdf(quantile))
+    return Fraction(round(minutes * 10), 10)
+
+
+def _seed(*parts: object) -> int:
+    return zlib.crc32(":".join(str(part) for part in parts).encode())
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """`total` jobs over `parts` bursts, the first bursts taking the remainder."""
+    quotient, remainder = divmod(total, parts)
+    return [quotient + (1 if i < remainder else 0) for i in range(parts)]
