@@ -34,6 +34,10 @@ def _errors(validator: jsonschema.Draft7Validator, document: Any) -> list[str]:
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(document)]
 
 
+RETRY = {"max": 2, "when": ["runner_system_failure", "stuck_or_timeout_failure", "scheduler_failure"]}
+"""What the platform causes is retried, twice (GitLab's most); a script failure never is."""
+
+
 def test_templates_are_the_design(dev_platform: dict[str, Any]) -> None:
     templates = ci_templates(load_platform(dev_platform))
     assert templates == {
@@ -48,6 +52,7 @@ def test_templates_are_the_design(dev_platform: dict[str, Any]) -> None:
                 "KUBERNETES_MEMORY_LIMIT": "16Gi",
                 "HYPEROPT_EPOCHS": "8",  # RL hyperopt: 8 epochs, down from 15
             },
+            "retry": RETRY,
         },
         ".train-validate-base": {
             "stage": "train",
@@ -61,6 +66,7 @@ def test_templates_are_the_design(dev_platform: dict[str, Any]) -> None:
                 # outside the default pool (ci-compile): the only template that names its pool (its runner admits it)
                 "KUBERNETES_NODE_SELECTOR_POOL": "k8s.scaleway.com/pool-name=ci-training",
             },
+            "retry": RETRY,
         },
     }
 

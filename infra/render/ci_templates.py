@@ -1,16 +1,20 @@
 """The CI templates the training project `include:`s: one hidden job per profile (pure: no Pulumi import).
 
 Each template carries what routes and sizes a job of the profile, as derived in `infra.model`: the tags that
-exactly one runner (its pool's) holds, the four `KUBERNETES_*` requests and limits (never above that runner's
+only its pool's runners hold, the four `KUBERNETES_*` requests and limits (never above those runners'
 maxima: both come from the same profiles), `KUBERNETES_NODE_SELECTOR_POOL` for profiles outside the default
-pool (admitted by their runner, which admits its own pool only), and the profile's own variables. Jobs
-`extends:` the template of their model family; `check-ci` verifies they do.
+pool (admitted by their runner, which admits its own pool only), the profile's own variables, and `retry:` of
+what the platform causes (no node within poll_timeout, a runner gone, stuck, the scheduler:
+`infra.model.attempts`), never a script failure. On a pool with held merge-request slots the tags end in
+`<pool>-${CI_PIPELINE_SOURCE}`, which GitLab expands per pipeline (`infra.model.routes`). Jobs `extends:` the
+template of their model family; `check-ci` verifies they do.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.render.yaml_text import dump_yaml
 
 if TYPE_CHECKING:
@@ -26,6 +30,7 @@ def ci_templates(platform: Platform) -> dict[str, dict[str, Any]]:
             "image": spec.ci.image,
             "tags": list(profile.tags),
             "variables": dict(profile.variables),
+            "retry": {"max": RETRY_MAX, "when": list(RETRY_WHEN)},
         }
         for _, profile in sorted(platform.profiles.items())
     }
@@ -45,4 +50,8 @@ def render_ci_templates(platform: Platform) -> str:
     ]
     for name, profile in sorted(platform.profiles.items()):
         lines.append(f"#   {profile.template}: profile {name}, pool {profile.pool}, {', '.join(profile.families)}")
+    lines += [
+        f"# A job whose pod finds no node is retried ({RETRY_MAX} times: {', '.join(RETRY_WHEN)}); keep `retry:` and",
+        "# `tags:` out of the jobs that extend these templates (check-ci says so).",
+    ]
     return "\n".join(lines) + "\n" + dump_yaml(ci_templates(platform))
