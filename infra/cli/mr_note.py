@@ -34,6 +34,7 @@ from infra.cli import fail
 from infra.documents import DocumentError
 from infra.review.delta import render_delta
 from infra.review.inputs import load_plan, read_input
+from infra.review.markdown import visible
 from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, note_marker, render_no_changes, render_note
 from infra.review.schema import STACK_NAME
 
@@ -114,13 +115,14 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     if not token:
         sys.stdout.write(body)
         print(
-            f"mr-note: ${variable} is not set (a fork's pipeline has no project variables): "
+            f"mr-note: ${visible(variable)} is not set (a fork's pipeline has no project variables): "
             "the note above was not posted",
             file=sys.stderr,
         )
         return 0
 
     # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay for it.
+    from infra.gitlab_api import shown_origin  # noqa: PLC0415
     from infra.review.gitlab_notes import (  # noqa: PLC0415
         NoteError,
         Target,
@@ -150,7 +152,8 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         "skipped": "nothing to say and no earlier note: nothing posted",
         "stale": f"not written: {outcome.detail}",
     }
-    print(f"mr-note: {messages[outcome.action]} ({target.describe()})")
+    where = f"merge request !{mr} of project {project} on {shown_origin(url)}"  # no userinfo from the URL
+    print(visible(f"mr-note: {messages[outcome.action]} ({where})"))  # `stale` quotes GitLab's answer
     return 0
 
 
