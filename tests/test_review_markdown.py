@@ -43,11 +43,17 @@ HOSTILE = [
 
 
 def _unescaped(markdown: str, chars: str) -> list[str]:
-    """Characters of `chars` in `markdown` that no backslash escapes."""
+    """Characters of `chars` in `markdown`, outside code spans, that no backslash escapes."""
     found, index = [], 0
     while index < len(markdown):
         if markdown[index] == "\\" and index + 1 < len(markdown):
             index += 2
+            continue
+        if markdown[index] == "`":  # a code span (text() writes addresses as spans): skip to its end
+            fence = re.match(r"`+", markdown[index:])
+            assert fence is not None
+            close = re.compile(rf"(?<!`){fence[0]}(?!`)").search(markdown, index + len(fence[0]))
+            index = close.end() if close else index + len(fence[0])
             continue
         if markdown[index] in chars:
             found.append(markdown[index])
@@ -55,8 +61,32 @@ def _unescaped(markdown: str, chars: str) -> list[str]:
     return found
 
 
-def _unescape(markdown: str) -> str:
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+def _rendered(markdown: str) -> tuple[str, list[str]]:
+    """The text `markdown` shows, as CommonMark reads escapes and code spans, and the code spans in it."""
+    shown, spans, index = [], [], 0
+    while index < len(markdown):
+        char = markdown[index]
+        if char == "\\" and index + 1 < len(markdown) and markdown[index + 1] in PUNCTUATION:
+            shown.append(markdown[index + 1])
+            index += 2
+        elif char == "`":
+            fence = re.match(r"`+", markdown[index:])
+            assert fence is not None
+            close = re.compile(rf"(?<!`){fence[0]}(?!`)").search(markdown, index + len(fence[0]))
+            assert close is not None, f"an unclosed code span in {markdown!r}"
+            content = markdown[index + len(fence[0]) : close.start()]
+            if content.startswith(" ") and content.endswith(" ") and content.strip(" "):
+                content = content[1:-1]
+            shown.append(content)
+            spans.append(content)
+            index = close.end()
+        else:
+            shown.append(char)
+            index += 1
+    return "".join(shown), spans
+
+
+PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
 
 @pytest.mark.parametrize("value", HOSTILE)
@@ -64,8 +94,15 @@ def test_a_hostile_value_in_prose_renders_as_itself_and_nothing_more(value: str)
     escaped = text(value)
     assert "\n" not in escaped and first_control(escaped) is None
     assert _unescaped(escaped, "@#!~%$&^<>[]|`*{}") == []
-    assert _unescape(escaped) == visible(value).strip(" ")
+    shown, spans = _rendered(escaped)
+    assert shown == visible(value).strip(" ")
+    assert all("://" in span for span in spans)  # only addresses become code spans
     assert not re.match(r"[-+=]|[0-9]{1,9}[.)]( |$)", escaped)  # no list, rule or setext underline of its own
+
+
+def test_an_address_is_a_code_span_so_gitlab_neither_links_it_nor_references_an_issue() -> None:
+    assert text("see https://gitlab.com/g/p/-/issues/1 now") == "see `https://gitlab.com/g/p/-/issues/1` now"
+    assert text("[x](https://e.example/`a`)") == "\\[x\\](``https://e.example/`a`)``"
 
 
 def test_plain_names_and_paths_are_left_as_they_are() -> None:
@@ -122,7 +159,8 @@ def test_any_text_renders_as_itself_on_one_line(value: str) -> None:
     escaped = text(value)
     assert "\n" not in escaped and first_control(escaped) is None
     assert _unescaped(escaped, "@#!~%$&^<>[]|`*{}") == []
-    assert _unescape(escaped) == visible(value).strip(" ")
+    shown, spans = _rendered(escaped)
+    assert shown == visible(value).strip(" ") and all("://" in span for span in spans)
     span = code(value)
     fence = re.match(r"`+", span)
     assert fence is not None and "\n" not in span

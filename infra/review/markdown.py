@@ -10,8 +10,9 @@ references and mentions in the text nodes that are not inside `code`, `pre` or `
   images, footnotes, task boxes), `` ` `` (code spans), `*` `_` `{` `}` (emphasis, GitLab's inline diff),
   `|` (tables) and `\\` itself; a leading `-`, `+`, `=`, `>` or `1.` (a list, a rule, a quote); line breaks
   and other control characters shown as `\\n`, `\\x1b`, ... so a value stays on its line. GitLab keeps a
-  backslash-escaped reference character literal (its EscapedCharFilter), so `\\@all` pings nobody. A bare
-  address (`https://...`) may still be linked by GitLab, but shows its own target: nothing is hidden.
+  backslash-escaped reference character literal (its EscapedCharFilter), so `\\@all` pings nobody. An
+  address (`https://...`) is written as a code span: GitLab links neither addresses nor references there
+  (an issue's address in text becomes a reference, and the issue a "mentioned in" note).
 - `code(value)`: an inline code span, its backtick fence longer than any run inside.
 - `fenced(text)`: a code block, likewise; the content keeps its lines, control characters made visible.
 
@@ -33,6 +34,7 @@ _LEADING: Final = frozenset("-+=")
 """Characters that start a block (a list, a setext underline) only at the start of a value."""
 _ORDERED: Final = re.compile(r"\A([0-9]{1,9})([.)])(?=[ \t]|\Z)")
 _BACKTICKS: Final = re.compile(r"`+")
+_ADDRESS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://\S*")
 _SHORT_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _HIDDEN_SAFE: Final = re.compile(r"\A[A-Za-z0-9_.:=/ -]*\Z")
 _URL_SAFE: Final = "/:?#&=+%,;@!$'*~._-"
@@ -71,20 +73,27 @@ def visible(text: str, keep: str = "") -> str:
 
 def text(value: object) -> str:
     """`value` as Markdown prose that renders as itself (see the module docstring): one line, no mention,
-    reference, HTML, link, code span, emphasis, table cell or block of its own."""
+    reference, HTML, link, emphasis, table cell or block of its own. An address in it
+    (`https://...`) becomes a code span: GitLab would otherwise link it, and turn an issue's address into a
+    reference that notifies the issue."""
     plain = visible(str(value)).strip(" ")  # leading spaces would indent it into a code block
-    out = []
-    for index, char in enumerate(plain):
-        if char in _ALWAYS or (char == "_" and _at_word_edge(plain, index)):
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    escaped = "".join(out)
+    pieces, start = [], 0
+    for address in _ADDRESS.finditer(plain):
+        pieces += [_escaped(plain[start : address.start()]), code(address[0])]
+        start = address.end()
+    escaped = "".join([*pieces, _escaped(plain[start:])])
     if escaped[:1] in _LEADING:
         return "\\" + escaped
     if match := _ORDERED.match(escaped):  # `1.` or `1)` would start an ordered list
         return f"{match[1]}\\{match[2]}{escaped[match.end() :]}"
     return escaped
+
+
+def _escaped(plain: str) -> str:
+    return "".join(
+        "\\" + char if char in _ALWAYS or (char == "_" and _at_word_edge(plain, index)) else char
+        for index, char in enumerate(plain)
+    )
 
 
 def _at_word_edge(text: str, index: int) -> bool:
