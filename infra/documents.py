@@ -33,6 +33,15 @@ class DocumentError(ValueError):
     """A document that cannot be read within its budget; str() is one line naming the file."""
 
 
+class JSONSyntaxError(DocumentError):
+    """Text that is not JSON at all (rather than JSON over a budget): `line` and `reason` let a command say
+    so in its own words."""
+
+    def __init__(self, message: str, line: int, reason: str) -> None:
+        super().__init__(message)
+        self.line, self.reason = line, reason
+
+
 @dataclass(frozen=True)
 class Budget:
     """What one document may cost: bytes read, values once aliases are expanded, nesting depth."""
@@ -65,6 +74,8 @@ PIPELINE_FILE = Budget(max_bytes=1 << 20, max_nodes=100_000, kind="a pipeline fi
 """One pipeline file or include (GitLab caps a merged CI config at 1 MiB by default)."""
 PLAN_FILE = Budget(max_bytes=16 << 20, max_nodes=1_000_000, max_depth=100, kind="a plan file")
 """A `plan --json` document or a `pulumi preview --json` (the dev plan: ~100 KiB)."""
+DIFF_TEXT = Budget(max_bytes=16 << 20, max_nodes=0, kind="a preview or plan diff")
+"""The text of `pulumi preview --diff` or `python -m infra plan-diff`, which the MR note quotes (clipped)."""
 GITLAB_ANSWER = Budget(max_bytes=8 << 20, max_nodes=500_000, max_depth=32, kind="a GitLab answer")
 """One page of a GitLab API answer (100 jobs: ~200 KiB)."""
 
@@ -174,7 +185,7 @@ def parse_json(text: str | bytes, name: str, budget: Budget) -> Any:
     except _NotFiniteError as err:
         raise DocumentError(f"{name}: {err} is not a finite number") from None
     except json.JSONDecodeError as err:
-        raise DocumentError(f"{name}:{err.lineno}: not valid JSON: {err.msg}") from None
+        raise JSONSyntaxError(f"{name}:{err.lineno}: not valid JSON: {err.msg}", err.lineno, err.msg) from None
     except (ValueError, RecursionError) as err:  # an integer of more than 4300 digits
         raise DocumentError(f"{name}: not readable JSON: {str(err).splitlines()[0][:200]}") from None
 

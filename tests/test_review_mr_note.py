@@ -368,3 +368,14 @@ def test_a_redirect_to_another_host_takes_no_token_there(
     assert other.requests == []
     err = capsys.readouterr().err
     assert f"sent the client on to {other.url}" in err and "bot-token" not in err
+
+
+def test_the_outcome_line_shows_the_origin_only(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A credential typed into --gitlab-url is not echoed back on success (error lines are redacted)."""
+    with_userinfo = gitlab.url.replace("http://", "http://oauth2:glpat-typed-into-the-url-1234@")
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES), "--gitlab-url", with_userinfo]) == 0
+    out = capsys.readouterr().out
+    assert f"created note {gitlab.notes_of(PROJECT, MR)[0]['id']} (merge request !7 of project 42 on " in out
+    assert "glpat-typed" not in out and "oauth2" not in out

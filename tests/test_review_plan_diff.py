@@ -255,3 +255,34 @@ def test_the_real_program_changing_a_pools_node_type_replaces_it(
     diff = diff_plans(dev_plan_document, plan_json_with(dev_stack, dev_platform))
     pool = next(r for r in diff.resources if r.name == "kapsule-ci-training")
     assert (pool.op, pool.replace_reasons, pool.protected) == ("replace", ("nodeType",), True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hostile values: no line of the diff can be forged, garbled or made to take minutes
+
+
+def test_values_cannot_forge_lines_or_reach_the_terminal_raw() -> None:
+    forged = "x\n\nResources:\n    - 40 to delete\n"
+    base = _plan(_resource("kapsule-a", {"config": "a\nb\n", "label": "plain"}))
+    head = _plan(
+        _resource("kapsule-a", {"config": f"a\n\x1b[2J{forged}", "label": "\u202etxt.exe\x00"}),
+        outputs={"rows": [{"name": "a]=b\nResources:", "n": 1}, {"name": "ok", "n": 2}]},
+    )
+    text = render_diff(diff_plans(base, head))
+    assert "\x1b" not in text and "\x00" not in text and "\u202e" not in text
+    assert "+        \\x1b[2Jx\n" in text and '+    label: "\\u202etxt.exe\\u0000"' in text
+    assert 'rows[name="a]=b\\nResources:"].n: 1' in text  # an identity that is no plain name is quoted
+    assert summarize(text).ops == {"update": 1}  # the forged summary is indented: the real one is read
+    assert not any(line == "Resources:" for line in text.splitlines()[:-3])
+
+
+def test_texts_too_long_to_compare_are_summed_up_not_diffed() -> None:
+    old = "\n".join(f"line {i}" for i in range(2001))
+    new = old.replace("line 7\n", "line seven\n")
+    diff = diff_plans(_plan(_resource("kapsule-a", {"config": old})), _plan(_resource("kapsule-a", {"config": new})))
+    assert "~    config: (text, 2001 -> 2001 lines: too long to compare here)\n" in render_diff(diff)
+    short = "\n".join(f"line {i}" for i in range(1500))
+    many = [_resource(f"kapsule-{i}", {"config": short}) for i in range(8)]
+    changed = [_resource(f"kapsule-{i}", {"config": short + "\nmore"}) for i in range(8)]
+    text = render_diff(diff_plans(_plan(*many), _plan(*changed)))
+    assert text.count(": (text)\n") == 6 and text.count("too long to compare here") == 2  # 20,000 lines at most

@@ -3,18 +3,22 @@ namespace, a runner registration or the cluster, unless GPU_CI_ALLOW_REPLACE=1 (
 
 The `up` job runs it on `pulumi preview --json` just before `pulumi up`, in the same resource group, so
 no other apply can change the state in between. Exit 0: nothing guarded is lost (or it is allowed);
-1: refused, each resource named with the fields forcing the replacement; 2: not a preview document.
+1: refused, each resource named with the fields forcing the replacement; 2: not a preview document (one
+line naming the file and the field), including a preview without steps: the guard does not call a document
+it cannot read "nothing replaced".
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
+from infra.cli import fail
+from infra.documents import DocumentError
+from infra.review.inputs import load_preview
+from infra.review.markdown import visible
 from infra.review.replacements import ALLOW_VARIABLE, allowed, find_destructive
 
 
@@ -23,19 +27,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "guard-replacements",
         help="refuse a preview that replaces or deletes a pool, namespace or runner (GPU_CI_ALLOW_REPLACE=1 allows)",
     )
-    parser.add_argument("preview", type=Path, help="`pulumi preview --json` output ('-': stdin)")
+    parser.add_argument("preview", help="`pulumi preview --json` output ('-': stdin)")
     parser.set_defaults(handler=main)
 
 
 def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     try:
-        text = sys.stdin.read() if str(args.preview) == "-" else args.preview.read_text(encoding="utf-8")
-        findings = find_destructive(json.loads(text))
-    except (OSError, ValueError) as err:  # JSONDecodeError and PreviewDocumentError are ValueErrors
-        reason = f"{args.preview}: not JSON ({err})" if isinstance(err, json.JSONDecodeError) else str(err)
-        print(f"error: {reason}", file=sys.stderr)
-        return 2
+        findings = find_destructive(load_preview(args.preview))
+    except DocumentError as err:
+        return fail(str(err))
     if not findings:
         print("guard-replacements: no pool, namespace, runner registration or cluster is replaced or deleted")
         return 0
@@ -44,7 +45,8 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         level = "allowed" if let_through else "error"
         print(f"{level}: the plan {finding.describe()}", file=sys.stderr)
     if let_through:
-        print(f"guard-replacements: {ALLOW_VARIABLE}={env.get(ALLOW_VARIABLE)}: letting {len(findings)} through")
+        shown = visible(env.get(ALLOW_VARIABLE, ""))
+        print(f"guard-replacements: {ALLOW_VARIABLE}={shown}: letting {len(findings)} through")
         return 0
     print(
         f"error: running jobs would be lost; follow docs/security.md ('Safe replacements'), or re-run `up` "

@@ -12,24 +12,42 @@ scope beyond `api`, an expiry within 90 days. A `--preview` note is refused if i
 user as GITLAB_NOTE_TOKEN: the unprotected token must never be able to edit the protected job's note.
 
 With the base's plan (`--base-plan`), the note opens with the cost delta, base against head (`review.delta`).
+
+Every input is read within a budget and checked (`infra.review.inputs`): an unreadable diff text or head
+plan, a plan field of the wrong type, a stack that is no stack name, a commit that is no SHA exits 2 in one
+line; a base plan that cannot be used is said in the note instead (the base may not build). Whatever the
+values, the note they make cannot ping, link or restructure (`infra.review.markdown`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import errno
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from infra.cli import fail
+from infra.documents import DocumentError
 from infra.review.delta import render_delta
+from infra.review.inputs import load_plan, read_input
+from infra.review.markdown import visible
 from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, note_marker, render_no_changes, render_note
+from infra.review.schema import STACK_NAME
 
+COMMIT_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
+MAX_LINES_CAP = 100_000
 TOKEN_VARIABLE = "GITLAB_NOTE_TOKEN"
 """The unprotected `plan-diff` job's token (a Reporter project access token that expires)."""
 PREVIEW_TOKEN_VARIABLE = "GITLAB_PREVIEW_NOTE_TOKEN"
 """The protected `preview` job's token: another project access token, so another bot user."""
+
+
+class InputError(ValueError):
+    """A flag or CI variable the note cannot use; str() is one line naming it."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +67,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--exit-code", type=int, default=0, help="exit code of the command that wrote the diff")
     parser.add_argument("--stack", help="stack name (default: $PULUMI_STACK, else the plan's stack, else dev)")
-    parser.add_argument("--max-lines", type=int, default=MAX_LINES, help="diff lines shown before truncating")
+    parser.add_argument(
+        "--max-lines", type=_max_lines, default=MAX_LINES, help=f"diff lines shown before cutting (1-{MAX_LINES_CAP})"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the note instead of posting it")
     where = parser.add_argument_group("where to post (defaults: GitLab CI's predefined variables)")
     where.add_argument("--gitlab-url", help="GitLab base URL ($CI_SERVER_URL)")
@@ -72,31 +92,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     try:
-        text = _read_text(args.preview or args.plan_diff)
-        plan = json.loads(args.plan.read_text(encoding="utf-8")) if args.plan else {}
-        if not isinstance(plan, dict):
-            raise ValueError(f"{args.plan}: not a plan document (python -m infra plan --json)")
-        if args.base_plan and not args.plan:
-            raise ValueError("--base-plan: the delta compares it with the head's plan: give --plan too")
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    # In merged-results pipelines CI_COMMIT_SHA is a merge commit; the MR's own head is the source sha.
-    head_sha = args.head_sha or env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA") or env.get("CI_COMMIT_SHA")
-    stack = args.stack or env.get("PULUMI_STACK") or plan.get("stack") or "dev"
-    offline = args.plan_diff is not None
+        note, head_sha = read_note(args, env)
+    except (DocumentError, InputError) as err:
+        return fail(str(err))
+    offline = note.offline
     variable = args.token_variable or (TOKEN_VARIABLE if offline else PREVIEW_TOKEN_VARIABLE)
-    note = NoteInput(
-        stack=stack,
-        text=text,
-        offline=offline,
-        exit_code=args.exit_code,
-        report=plan.get("report"),
-        warnings=tuple(plan.get("warnings") or ()),
-        commit=head_sha[:8] if head_sha else None,
-        job_url=args.job_url or env.get("CI_JOB_URL"),
-        delta=_delta(args.base_plan, plan) if args.base_plan else (),
-    )
     say = has_something_to_say(note)
     body = render_note(note, max_lines=args.max_lines) if say else render_no_changes(note)
     if args.dry_run:
@@ -107,23 +107,22 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     project = args.project or env.get("CI_MERGE_REQUEST_PROJECT_ID")
     mr = args.mr or _int(env.get("CI_MERGE_REQUEST_IID"))
     if not (url and project and mr):
-        print(
-            "error: not a merge request pipeline: set --gitlab-url, --project and --mr "
-            "(CI_SERVER_URL, CI_MERGE_REQUEST_PROJECT_ID, CI_MERGE_REQUEST_IID)",
-            file=sys.stderr,
+        return fail(
+            "not a merge request pipeline: set --gitlab-url, --project and --mr "
+            "(CI_SERVER_URL, CI_MERGE_REQUEST_PROJECT_ID, CI_MERGE_REQUEST_IID)"
         )
-        return 2
     token = env.get(variable, "")
     if not token:
         sys.stdout.write(body)
         print(
-            f"mr-note: ${variable} is not set (a fork's pipeline has no project variables): "
+            f"mr-note: ${visible(variable)} is not set (a fork's pipeline has no project variables): "
             "the note above was not posted",
             file=sys.stderr,
         )
         return 0
 
     # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay for it.
+    from infra.gitlab_api import shown_origin  # noqa: PLC0415
     from infra.review.gitlab_notes import (  # noqa: PLC0415
         NoteError,
         Target,
@@ -145,8 +144,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
             )
         outcome = upsert_note(target, token, note_marker(note), body, user_id=user_id, create=say, head_sha=head_sha)
     except NoteError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return fail(str(err), 1)
     messages = {
         "created": f"created note {outcome.note_id}",
         "updated": f"updated note {outcome.note_id}",
@@ -154,26 +152,71 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         "skipped": "nothing to say and no earlier note: nothing posted",
         "stale": f"not written: {outcome.detail}",
     }
-    print(f"mr-note: {messages[outcome.action]} ({target.describe()})")
+    where = f"merge request !{mr} of project {project} on {shown_origin(url)}"  # no userinfo from the URL
+    print(visible(f"mr-note: {messages[outcome.action]} ({where})"))  # `stale` quotes GitLab's answer
     return 0
 
 
-def _delta(base_plan: Path, head: dict[str, object]) -> tuple[str, ...]:
-    """The cost delta; a base plan that cannot be read is named in the note rather than failing it."""
+def read_note(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[NoteInput, str | None]:
+    """What the note says, from the files and the CI variables, and the head commit; DocumentError or
+    InputError (one line) for an input that cannot be used."""
+    if args.base_plan and not args.plan:
+        raise InputError("--base-plan: the delta compares it with the head's plan: give --plan too")
+    text = read_input(args.preview or args.plan_diff)
+    plan, head = load_plan(str(args.plan)) if args.plan else ({}, None)
+    # In merged-results pipelines CI_COMMIT_SHA is a merge commit; the MR's own head is the source sha.
+    head_sha, sha_from = _first(
+        (args.head_sha, "--head-sha"),
+        (env.get("CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"), "$CI_MERGE_REQUEST_SOURCE_BRANCH_SHA"),
+        (env.get("CI_COMMIT_SHA"), "$CI_COMMIT_SHA"),
+    )
+    if head_sha and not COMMIT_SHA.fullmatch(head_sha):
+        raise InputError(f"{sha_from} {head_sha[:60]!r}: not a commit SHA (7 to 64 hexadecimal digits)")
+    stack, stack_from = _first(
+        (args.stack, "--stack"), (env.get("PULUMI_STACK"), "$PULUMI_STACK"), (head.stack if head else None, "")
+    )
+    if stack and not STACK_NAME.fullmatch(stack):  # it is in the note's hidden marker
+        raise InputError(f"{stack_from} {stack[:60]!r}: not a stack name (letters, digits, '-', '_', '.')")
+    note = NoteInput(
+        stack=stack or "dev",
+        text=text,
+        offline=args.plan_diff is not None,
+        exit_code=args.exit_code,
+        report=head.report if head else None,
+        warnings=tuple(head.warnings) if head else (),
+        commit=head_sha[:8] if head_sha else None,
+        job_url=args.job_url or env.get("CI_JOB_URL"),
+        delta=_delta(args.base_plan, plan) if args.base_plan else (),
+    )
+    return note, head_sha
+
+
+def _first(*candidates: tuple[str | None, str]) -> tuple[str | None, str]:
+    """The first value that is set, and where it came from (a flag or a variable), for the messages."""
+    return next(((value, source) for value, source in candidates if value), (None, ""))
+
+
+def _delta(base_plan: Path, head: Mapping[str, Any]) -> tuple[str, ...]:
+    """The cost delta; a base plan that cannot be used is named in the note rather than failing it."""
     try:
-        base = json.loads(base_plan.read_text(encoding="utf-8"))
-    except OSError as err:
-        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan}: {err.strerror or err})"))
-    except ValueError as err:
-        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan} is not JSON: {err})"))
-    if not isinstance(base, dict):
-        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan} is not a plan document)"))
+        missing = not base_plan.exists() and not base_plan.is_symlink()
+    except OSError:  # unreadable: load_plan says why
+        missing = False
+    if missing:  # the base did not build: the common case
+        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan}: {os.strerror(errno.ENOENT)})"))
+    try:
+        base, _ = load_plan(str(base_plan))
+    except DocumentError as err:
+        return tuple(render_delta(None, head, no_base=f"no base plan ({err})"))
     return tuple(render_delta(base, head))
 
 
-def _read_text(name: str) -> str:
-    return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+def _max_lines(value: str) -> int:
+    lines = int(value)
+    if not 1 <= lines <= MAX_LINES_CAP:
+        raise argparse.ArgumentTypeError(f"{lines} is not between 1 and {MAX_LINES_CAP}")
+    return lines
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    return int(value) if value and value.isascii() and value.isdigit() else None

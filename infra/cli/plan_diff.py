@@ -1,26 +1,29 @@
 """`python -m infra plan-diff BASE.json HEAD.json`: what the head's offline plan changes, as preview text.
 
-Both files are `python -m infra plan --json` documents (secrets already masked). The text has the layout
-of `pulumi preview --diff`, so `python -m infra mr-note --plan-diff FILE` posts it as the same note.
+Both files are `python -m infra plan --json` documents (secrets already masked), read within the plan
+files' budget and checked field by field (`infra.review.schema`): a file that is not such a plan exits 2
+with one line naming the file and the field. The text has the layout of `pulumi preview --diff`, so
+`python -m infra mr-note --plan-diff FILE` posts it as the same note.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from infra.review.diff import PlanDocumentError, check_document, diff_plans, render_diff
+from infra.cli import fail
+from infra.documents import DocumentError
+from infra.review.diff import diff_plans, render_diff
+from infra.review.inputs import load_plan
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "plan-diff", help="compare two offline plans (plan --json) resource by resource, as preview-like text"
     )
-    parser.add_argument("base", type=Path, help="the base's plan (python -m infra plan --json)")
-    parser.add_argument("head", type=Path, help="the head's plan")
+    parser.add_argument("base", help="the base's plan (python -m infra plan --json)")
+    parser.add_argument("head", help="the head's plan")
     parser.add_argument("--base-label", help="how to name the base in the text (default: the file name)")
     parser.add_argument("--head-label", help="how to name the head (default: the file name)")
     parser.set_defaults(handler=main)
@@ -28,18 +31,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        base = check_document(_load(args.base), str(args.base))
-        head = check_document(_load(args.head), str(args.head))
-    except (OSError, ValueError) as err:  # PlanDocumentError and JSONDecodeError are ValueErrors
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    diff = diff_plans(base, head)
-    sys.stdout.write(render_diff(diff, args.base_label or args.base.name, args.head_label or args.head.name))
+        base, _ = load_plan(args.base)
+        head, _ = load_plan(args.head)
+    except DocumentError as err:
+        return fail(str(err))
+    labels = args.base_label or Path(args.base).name, args.head_label or Path(args.head).name
+    sys.stdout.write(render_diff(diff_plans(base, head), *labels))
     return 0
-
-
-def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise PlanDocumentError(f"{path}: not JSON ({err})") from None

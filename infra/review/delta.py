@@ -7,7 +7,10 @@ runner's `concurrent` is). A reviewer reads what a change buys before the resour
 
 Robust to what a pipeline may hand it: a spec without a workload (no `outputs.cost`), a base plan from
 before the simulated cost model (its `cost` lacks `makespan_minutes` or `failed_jobs`: its figures are not
-comparable, so the base "has no cost figures"), and a figure that is not a number (shown as `n/a`).
+comparable, so the base "has no cost figures"), and a figure that is not a number (shown as `n/a`; the
+commands refuse a plan whose figures are of the wrong type or out of range before they get here:
+`infra.review.schema`). Every value it quotes (a pool name, why there is no base) is escaped for GitLab
+Markdown (`infra.review.markdown.text`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from infra.review.markdown import text
 
 COST_KEYS = ("eur_per_day", "makespan_minutes", "failed_jobs")
 """Keys of `outputs.cost` the delta compares: all present, or the plan has no (comparable) cost figures."""
@@ -71,11 +76,11 @@ def render_delta(base: Mapping[str, Any] | None, head: Mapping[str, Any], no_bas
             return [f"{TITLE}: no cost figures (no `platform.workload` in the spec); no job slot changed."]
         cost_lines = ["- no cost figures: no `platform.workload` in the spec"]
     elif head_cost is None:
-        had = f"base: {_summary(base_cost)}" if base_cost is not None else no_base
+        had = f"base: {_summary(base_cost)}" if base_cost is not None else text(no_base)
         cost_lines = [f"- no cost figures at this commit (no `platform.workload`); {had}"]
     elif base_cost is None:
         why = (
-            no_base
+            text(no_base)
             if base is None
             else "base has no cost figures (no workload, or a plan from before the cost simulation)"
         )
@@ -106,14 +111,15 @@ def _slot_bullets(base: dict[str, int | None] | None, head: dict[str, int | None
         return []
     lines = []
     for pool in sorted(base.keys() | head.keys()):
+        name = text(pool)
         if pool not in base:
-            lines.append(f"- pool {pool} added: {_slots(head[pool])}")
+            lines.append(f"- pool {name} added: {_slots(head[pool])}")
         elif pool not in head:
-            lines.append(f"- pool {pool} removed (it had {_slots(base[pool])})")
+            lines.append(f"- pool {name} removed (it had {_slots(base[pool])})")
         elif base[pool] != head[pool]:
             before, after = base[pool], head[pool]
             change = f" ({_signed(after - before)})" if before is not None and after is not None else ""
-            lines.append(f"- {pool} slots {_count(before)} -> {_count(after)}{change}")
+            lines.append(f"- {name} slots {_count(before)} -> {_count(after)}{change}")
     return lines
 
 
@@ -148,7 +154,7 @@ def _summary(figures: Figures | None) -> str:
 
 def _state(cost: Figures | None, slots: dict[str, int | None] | None) -> str:
     parts = [_summary(cost)] if cost is not None else []
-    shown = [f"{pool} {_count(n)}" for pool, n in sorted((slots or {}).items()) if n != 0]
+    shown = [f"{text(pool)} {_count(n)}" for pool, n in sorted((slots or {}).items()) if n != 0]
     if shown:
         parts.append("slots " + ", ".join(shown))
     return f" ({'; '.join(parts)})" if parts else ""

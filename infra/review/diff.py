@@ -10,17 +10,46 @@ provider decides from state alone is only visible to `pulumi preview`.
 
 Secrets: the plans already show every secret as "[secret]" (`plan --json` masks them before writing)
 and this module reads nothing else, so a secret can neither appear here nor be compared.
+
+Hostile plans: a document is checked field by field before it is compared (`check_document`, through
+`infra.review.schema`); every printed line has its control characters escaped, a value cannot forge a
+line of its own (a name, an identity, a multi-line text's lines are all indented or quoted), and texts are
+compared line by line only within `MAX_TEXT_LINES` (difflib is quadratic: two 20,000-line texts take
+seconds).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from infra.cloud.names import T
+from infra.review.markdown import visible
+from infra.review.schema import PlanDocumentError, check_plan
+
+__all__ = [  # PlanDocumentError too: what check_document raises
+    "DEFAULT_OPTIONS",
+    "IDENTITY_KEYS",
+    "MARKERS",
+    "MISSING",
+    "OPS",
+    "REPLACE_ON",
+    "Change",
+    "PlanDiff",
+    "PlanDocumentError",
+    "ResourceChange",
+    "check_document",
+    "diff_plans",
+    "diff_values",
+    "flatten",
+    "render_diff",
+    "replace_reasons",
+]
+
 
 OPS: Final = ("create", "update", "replace", "delete")
 """Operations in the order `pulumi preview` prints them, with its markers below."""
@@ -57,10 +86,11 @@ DEFAULT_OPTIONS: Final[dict[str, Any]] = {
 """Resource options a created resource is listed with only when they differ from these defaults."""
 
 INDENT: Final = "    "
-
-
-class PlanDocumentError(ValueError):
-    """The file is not a plan document written by `python -m infra plan --json`."""
+MAX_TEXT_LINES: Final = 2000
+"""Lines of one multi-line value compared line by line; a longer one is said to have changed."""
+MAX_TEXT_LINES_TOTAL: Final = 20_000
+"""Lines compared line by line in one diff (about two seconds of difflib at worst); later texts are summed up."""
+_PLAIN_IDENTITY: Final = re.compile(r"[\w.:/@+-]+")
 
 
 class _Missing:
@@ -114,17 +144,9 @@ class PlanDiff:
 
 
 def check_document(document: Any, what: str) -> Mapping[str, Any]:
-    """The document, if it has the shape of a plan (resources with URNs, outputs); else PlanDocumentError."""
-    if not isinstance(document, Mapping) or not isinstance(document.get("resources"), list):
-        raise PlanDocumentError(f"{what}: not a plan document (python -m infra plan --json): no 'resources' list")
-    urns = [r.get("urn") if isinstance(r, Mapping) else None for r in document["resources"]]
-    if not all(isinstance(urn, str) and urn for urn in urns):
-        raise PlanDocumentError(f"{what}: a resource has no 'urn'")
-    if len(set(urns)) != len(urns):
-        raise PlanDocumentError(f"{what}: duplicate URNs")
-    if not isinstance(document.get("outputs", {}), Mapping):
-        raise PlanDocumentError(f"{what}: 'outputs' is not an object")
-    return document
+    """The document, if every field the diff reads has its type (`schema.check_plan`); else PlanDocumentError."""
+    check_plan(document, what)
+    return document  # a Mapping: check_plan refused anything else
 
 
 def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
@@ -209,7 +231,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
         for index, item in enumerate(value):
             if identity:  # the identity is in the path already
                 rest = {k: v for k, v in item.items() if k != identity}
-                leaves.update(flatten(rest, f"{prefix}[{identity}={item[identity]}]"))
+                leaves.update(flatten(rest, f"{prefix}[{identity}={_identity(item[identity])}]"))
             else:
                 leaves.update(flatten(item, f"{prefix}[{index}]"))
         return leaves
@@ -224,9 +246,17 @@ def _identity_key(items: list[Any]) -> str | None:
     for key in IDENTITY_KEYS:
         if all(isinstance(item, Mapping) and key in item and _is_scalar(item[key]) for item in items):
             values = [item[key] for item in items]
-            if len(set(map(str, values))) == len(values):
+            if len(set(map(_identity, values))) == len(values):
                 return key
     return None
+
+
+def _identity(value: Any) -> str:
+    """An identity as the path shows it: a plain name as is (`pool=ci-compile`), anything else as JSON, so
+    that no value can close the brackets or look like another one."""
+    if isinstance(value, str) and _PLAIN_IDENTITY.fullmatch(value):
+        return value
+    return json.dumps(value, sort_keys=True)
 
 
 def _join(prefix: str, key: str) -> str:
@@ -243,9 +273,11 @@ def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "hea
         f"Offline plan diff of stack {diff.stack!r}: {base_label} -> {head_label}",
         "(what the program would send, compared by URN; secrets show as [secret] and are not compared)",
     ]
-    blocks = [header, [line for resource in diff.resources for line in _render_resource(resource)]]
+    texts = _TextBudget()
+    blocks = [header, [line for resource in diff.resources for line in _render_resource(resource, texts)]]
     if diff.outputs:
-        blocks.append(["Outputs:", *(line for change in diff.outputs for line in _render_change(change, "  "))])
+        outputs = (line for change in diff.outputs for line in _render_change(change, texts, "  "))
+        blocks.append(["Outputs:", *outputs])
     counts = diff.counts()
     summary = ["Resources:", *(f"{INDENT}{MARKERS[op]} {n} to {op}" for op, n in counts.items())]
     tail = []
@@ -257,10 +289,24 @@ def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "hea
     if tail:
         summary.append(INDENT + ". ".join(tail))
     blocks.append(summary)
-    return "\n\n".join("\n".join(block) for block in blocks if block) + "\n"
+    return "\n\n".join("\n".join(visible(line, keep="\t") for line in block) for block in blocks if block) + "\n"
 
 
-def _render_resource(resource: ResourceChange) -> list[str]:
+class _TextBudget:
+    """The lines still to be compared line by line in this diff (`MAX_TEXT_LINES_TOTAL`)."""
+
+    def __init__(self) -> None:
+        self.left = MAX_TEXT_LINES_TOTAL
+
+    def take(self, old: list[str], new: list[str]) -> bool:
+        lines = len(old) + len(new)
+        if max(len(old), len(new)) > MAX_TEXT_LINES or lines > self.left:
+            return False
+        self.left -= lines
+        return True
+
+
+def _render_resource(resource: ResourceChange, texts: _TextBudget) -> list[str]:
     note = f"({resource.op})"
     if resource.op == "replace":
         note = f"(replace, because of {', '.join(resource.replace_reasons)})"
@@ -268,18 +314,21 @@ def _render_resource(resource: ResourceChange) -> list[str]:
         note = f"{note[:-1]}; protected: `pulumi up` refuses until it is unprotected)"
     lines = [f"{MARKERS[resource.op]} {resource.type}  {resource.name}  {note}", f"{INDENT}[urn={resource.urn}]"]
     for change in resource.inputs:
-        lines.extend(_render_change(change))
+        lines.extend(_render_change(change, texts))
     for change in resource.options:
-        lines.extend(_render_change(Change(f"[option] {change.path}", change.old, change.new)))
+        lines.extend(_render_change(Change(f"[option] {change.path}", change.old, change.new), texts))
     return lines
 
 
-def _render_change(change: Change, indent: str = INDENT) -> list[str]:
+def _render_change(change: Change, texts: _TextBudget, indent: str = INDENT) -> list[str]:
     old, new = change.old, change.new
     if _is_text(old) and _is_text(new):
+        before, after = old.splitlines(), new.splitlines()
+        if not texts.take(before, after):
+            return [f"~{indent}{change.path}: (text, {len(before)} -> {len(after)} lines: too long to compare here)"]
         lines = [f"~{indent}{change.path}: (text)"]
         hunks = 0
-        for line in list(difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2))[2:]:
+        for line in list(difflib.unified_diff(before, after, lineterm="", n=2))[2:]:
             if line.startswith("@@"):
                 hunks += 1
                 if hunks > 1:

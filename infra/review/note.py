@@ -5,6 +5,12 @@ and stack, found again on the next push by the hidden marker on its first line.
 
 `pulumi preview --diff` and `python -m infra plan-diff` print the same layout (markers, a `Resources:`
 summary), so `summarize` reads both: it decides whether there is anything to say, and the headline.
+
+Every value the note quotes goes through `infra.review.markdown`: prose values (the headline's counts, a
+pool, why there is no base) through `text`, the stack and the commit as code spans, the diff, the report
+and the warnings as code blocks no line of theirs can close, the job log as a checked link, the stack in
+the hidden marker only as a stack name. No value can mention anyone, reference an issue, add a heading,
+open HTML or leave the marker.
 """
 
 from __future__ import annotations
@@ -13,14 +19,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from infra.review.markdown import code, fenced, hidden, link, text
+from infra.review.schema import STACK_NAME
+
 MAX_LINES: Final = 400
 """Diff lines shown in the note; the rest is in the job log. A readability cap, far below GitLab's limit."""
 MAX_CHARS: Final = 60_000
 """Characters of diff shown in the note (GitLab refuses notes over 1,000,000 characters)."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_OP_LINE = re.compile(r"^\s+(?:[-+~<>=*]+\s*)?(\d+) to ([a-z][a-z-]*)\s*$")
+_OP_LINE = re.compile(r"^\s+(?:[-+~<>=*]+\s*)?(\d+) to ([a-z][a-z-]{0,39})\s*$")
 _UNCHANGED = re.compile(r"\b(\d+) unchanged\b")
+MAX_COUNT_DIGITS: Final = 9
+"""A count of more digits is no summary pulumi printed (and int() refuses 4,300 digits): the summary is
+then unreadable, and the note says so rather than "no changes"."""
 _OUTPUT_HEADERS = ("Outputs:", "--outputs:--")
 
 
@@ -36,7 +48,9 @@ def marker(stack: str, source: str = "preview") -> str:
     """
     if source not in SOURCES:
         raise ValueError(f"note source {source!r}: expected one of {SOURCES}")
-    return f"<!-- gpu-ci:mr-note stack={stack} source={source} -->"
+    if not STACK_NAME.fullmatch(stack):
+        raise ValueError(f"stack {stack!r}: not a stack name (letters, digits, '-', '_', '.')")
+    return hidden(f"gpu-ci:mr-note stack={stack} source={source}")
 
 
 def note_marker(note: NoteInput) -> str:
@@ -84,9 +98,14 @@ def summarize(text: str) -> PreviewSummary:
         for line in lines[headers[-1] + 1 :]:
             if not line.strip():
                 break
-            if match := _OP_LINE.match(line):
+            match = _OP_LINE.match(line) or _UNCHANGED.search(line)
+            if match is None:
+                continue
+            if len(match[1]) > MAX_COUNT_DIGITS:
+                return PreviewSummary(outputs_changed=_outputs_changed(lines))
+            if match.re is _OP_LINE:
                 ops[match[2]] = ops.get(match[2], 0) + int(match[1])
-            elif match := _UNCHANGED.search(line):
+            else:
                 unchanged = int(match[1])
     return PreviewSummary(ops, unchanged, _outputs_changed(lines), bool(headers))
 
@@ -115,13 +134,6 @@ def clip(text: str, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> t
         shown.append(line)
         size += len(line) + 1
     return "\n".join(shown), len(shown), len(lines)
-
-
-def fenced(text: str, info: str = "") -> str:
-    """A code block whose fence is longer than any backtick run inside, so the text cannot close it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text}\n{fence}"
 
 
 @dataclass(frozen=True)
@@ -156,7 +168,7 @@ def has_something_to_say(note: NoteInput) -> bool:
 def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> str:
     """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings."""
     summary = note.summary
-    parts = [note_marker(note), f"### Infrastructure preview: stack `{note.stack}`", ""]
+    parts = [note_marker(note), _heading(note), ""]
     if note.delta:
         parts += [*note.delta, ""]
     parts.append(_headline(note, summary))
@@ -173,7 +185,7 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
     title = "Offline plan diff" if note.offline else "<code>pulumi preview --diff</code>"
     parts += ["", "<details open>", f"<summary>{title}</summary>", "", fenced(shown, "diff"), "", "</details>"]
     if shown_lines < total_lines:
-        where = f"the [job log]({note.job_url})" if note.job_url else "the job log"
+        where = f"the {link('job log', note.job_url)}" if note.job_url else "the job log"
         parts += ["", f"Showing the first {shown_lines} of {total_lines} lines: the full output is in {where}."]
     if note.report:
         report, _, _ = clip(note.report, max_lines, max_chars)
@@ -196,15 +208,14 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
 def render_no_changes(note: NoteInput) -> str:
     """What replaces an earlier note once the MR no longer changes anything (the old diff would mislead)."""
     what = "the offline plan diff" if note.offline else "`pulumi preview`"
-    at = f" as of commit `{note.commit}`" if note.commit else ""
-    log = f" ([job log]({note.job_url}))" if note.job_url else ""
+    at = f" as of commit {code(note.commit)}" if note.commit else ""
     return (
         "\n".join(
             [
                 note_marker(note),
-                f"### Infrastructure preview: stack `{note.stack}`",
+                _heading(note),
                 "",
-                f"No infrastructure changes{at}: {what} reports {note.summary.describe()}{log}.",
+                f"No infrastructure changes{at}: {what} reports {text(note.summary.describe())}{_log(note)}.",
                 "",
                 _footer(),
             ]
@@ -213,14 +224,23 @@ def render_no_changes(note: NoteInput) -> str:
     )
 
 
+def _heading(note: NoteInput) -> str:
+    return f"### Infrastructure preview: stack {code(note.stack)}"
+
+
+def _log(note: NoteInput) -> str:
+    return f" ({link('job log', note.job_url)})" if note.job_url else ""
+
+
 def _headline(note: NoteInput, summary: PreviewSummary) -> str:
-    at = f" at commit `{note.commit}`" if note.commit else ""
-    log = f" ([job log]({note.job_url}))" if note.job_url else ""
+    at = f" at commit {code(note.commit)}" if note.commit else ""
     if note.exit_code != 0:
         what = "The offline plan diff" if note.offline else "`pulumi preview`"
-        return f"**{what} failed** (exit code {note.exit_code}){at}{log}: its output is below."
+        return f"**{what} failed** (exit code {note.exit_code}){at}{_log(note)}: its output is below."
     what = "Offline plan diff" if note.offline else "`pulumi preview`"
-    return f"**{what}**{at}: {summary.describe()}{log}."
+    if not summary.found:
+        return f"**{what}**{at}: no `Resources:` summary could be read{_log(note)}; its output is below."
+    return f"**{what}**{at}: {text(summary.describe())}{_log(note)}."
 
 
 def _footer() -> str:

@@ -11,16 +11,28 @@ says which field forces the replacement, so `up` fails before it starts rather t
 
 Pure: the preview document in, findings out. The document is what `pulumi preview --json` prints, an
 `apitype`-shaped digest: `steps[]` with `op`, `urn`, `oldState`/`newState` (`type`, `inputs`) and
-`replaceReasons`.
+`replaceReasons`, checked field by field first (`infra.review.schema.check_preview`). The guard fails
+closed: a document without steps, a step without an `op` or with an op the engine does not print, is not
+judged at all; a step is guarded when any of its types (old state, new state, URN) is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from infra.cloud.names import T
+from infra.review.schema import PreviewDocument, PreviewDocumentError, PreviewStep, check_preview
+
+__all__ = [  # PreviewDocumentError too: what find_destructive raises
+    "ALLOW_VARIABLE",
+    "DESTRUCTIVE_OPS",
+    "GUARDED_TYPES",
+    "Finding",
+    "PreviewDocumentError",
+    "allowed",
+    "find_destructive",
+]
 
 ALLOW_VARIABLE: Final = "GPU_CI_ALLOW_REPLACE"
 """`GPU_CI_ALLOW_REPLACE=1` on the `up` job lets a reviewed replacement through (it is still listed)."""
@@ -49,10 +61,6 @@ DESTRUCTIVE_OPS: Final = {
 """`pulumi preview --json` step ops (the engine's StepOp) that delete the existing resource."""
 
 
-class PreviewDocumentError(ValueError):
-    """The file is not what `pulumi preview --json` prints."""
-
-
 @dataclass(frozen=True)
 class Finding:
     """A guarded resource that the plan replaces or deletes."""
@@ -66,27 +74,27 @@ class Finding:
 
     @property
     def name(self) -> str:
-        return self.urn.rsplit("::", 1)[-1]
+        return self.urn.split("::", 3)[-1]
 
     def describe(self) -> str:
         why = f" (because of {', '.join(self.reasons)})" if self.reasons else ""
         return f"{self.action}s {self.kind} '{self.name}'{why} [{self.urn}]"
 
 
-def find_destructive(document: Any) -> list[Finding]:
-    """Guarded resources the preview replaces or deletes, one finding per resource, in URN order."""
-    if not isinstance(document, Mapping) or not isinstance(document.get("steps", []), list):
-        raise PreviewDocumentError("not a `pulumi preview --json` document: no 'steps' list")
+def find_destructive(document: PreviewDocument | Any) -> list[Finding]:
+    """Guarded resources the preview replaces or deletes, one finding per resource, in URN order.
+
+    `document`: a checked PreviewDocument, or the JSON document itself (checked here; PreviewDocumentError)."""
+    if not isinstance(document, PreviewDocument):
+        document = check_preview(document, "not a `pulumi preview --json` document")
     found: dict[str, Finding] = {}
-    for step in document.get("steps") or []:
-        if not isinstance(step, Mapping) or not isinstance(step.get("urn"), str):
-            raise PreviewDocumentError("not a `pulumi preview --json` document: a step has no 'urn'")
-        action = DESTRUCTIVE_OPS.get(str(step.get("op")))
-        kind = GUARDED_TYPES.get(_type(step))
+    for step in document.steps:
+        action = DESTRUCTIVE_OPS.get(step.op)
+        kind = next((GUARDED_TYPES[t] for t in _types(step) if t in GUARDED_TYPES), None)
         if action is None or kind is None:
             continue
-        urn = step["urn"]
-        reasons = tuple(str(r) for r in step.get("replaceReasons") or ())
+        urn = step.urn
+        reasons = tuple(step.replace_reasons or ())
         earlier = found.get(urn)
         if earlier is not None:  # replace + create-replacement + delete-replaced of one resource: one finding
             reasons = tuple(dict.fromkeys((*earlier.reasons, *reasons)))
@@ -95,14 +103,10 @@ def find_destructive(document: Any) -> list[Finding]:
     return [found[urn] for urn in sorted(found)]
 
 
-def _type(step: Mapping[str, Any]) -> str:
-    """The step's resource type: from its states, else from the URN's last type segment."""
-    for state in ("newState", "oldState"):
-        value = step.get(state)
-        if isinstance(value, Mapping) and isinstance(value.get("type"), str):
-            return value["type"]
-    parts = str(step["urn"]).split("::")
-    return parts[-2].rsplit("$", 1)[-1] if len(parts) >= 4 else ""
+def _types(step: PreviewStep) -> list[str]:
+    """The step's resource types: its states' and its URN's (`<stack>::<project>::<parent$type>::<name>`)."""
+    states = [state.type for state in (step.new_state, step.old_state) if state is not None and state.type]
+    return [*states, step.urn.split("::", 3)[2].rsplit("$", 1)[-1]]
 
 
 def allowed(value: str | None) -> bool:
