@@ -257,3 +257,19 @@ def test_a_base_that_does_not_build_is_said_in_the_preview_note(real_plans: tupl
     assert not (repo / "plan-base.json").exists()
     assert "- no base plan (plan-base.json: No such file or directory); this commit: " in result.stdout
     assert "**`pulumi preview`**" in result.stdout  # the preview note is posted all the same
+
+
+def test_the_merge_request_wait_beside_the_cost_with_its_target() -> None:
+    """Held slots and warm nodes cost EUR/day and buy a shorter wait: the note shows both, and the target's
+    verdict at the head (bold when missed)."""
+    target = {"slo": {"merge_request_wait_minutes": 15, "met": None}}
+    base = {**COST, "merge_request_wait_p95_minutes": 69.4, **target}
+    head = {**COST, "eur_per_day": 19.52, "merge_request_wait_p95_minutes": 9.5, **target}
+    lines = render_delta(_plan(base), _plan(head))
+    assert lines[0] == "**Cost and capacity**, base -> this commit (the simulated week of `platform.workload`):"
+    assert lines[2] == "- EUR/day 13.98 -> 19.52 (+5.54 EUR/day)"
+    assert lines[5] == "- merge-request wait p95 69.4 min -> 9.5 min (-59.9 min; target 15 min: met)"
+    missed = render_delta(_plan(head), _plan(base))
+    assert missed[5] == "- **merge-request wait p95 9.5 min -> 69.4 min (+59.9 min; target 15 min: missed)**"
+    older = render_delta(_plan(COST), _plan(head))  # a base plan from before the simulated week
+    assert older[5] == "- merge-request wait p95 n/a -> 9.5 min (change unknown; target 15 min: met)"

@@ -1,9 +1,10 @@
 """The cost delta of a merge request: the base's plan against the head's, as the first lines of the MR note.
 
 Pure: two `python -m infra plan --json` documents in, Markdown lines out. The figures are those the plan
-carries from the simulated day of `platform.workload` (`outputs.cost`: EUR per day, the largest burst's
-makespan, failed jobs) and from the capacity rows (job slots per pool: `max_concurrent_jobs`, what each
-runner's `concurrent` is). A reviewer reads what a change buys before the resource diff says how.
+carries from the simulated week of `platform.workload` (`outputs.cost`: EUR per day, the largest burst's
+makespan, failed jobs, the merge-request wait's p95 and its target) and from the capacity rows (job slots
+per pool: `max_concurrent_jobs`, what each runner's `concurrent` is). A reviewer reads what a change buys
+before the resource diff says how.
 
 Robust to what a pipeline may hand it: a spec without a workload (no `outputs.cost`), a base plan from
 before the simulated cost model (its `cost` lacks `makespan_minutes` or `failed_jobs`: its figures are not
@@ -20,30 +21,41 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.render.change import compare
 from infra.review.markdown import text
 
 COST_KEYS = ("eur_per_day", "makespan_minutes", "failed_jobs")
 """Keys of `outputs.cost` the delta compares: all present, or the plan has no (comparable) cost figures."""
+WAIT_KEY = "merge_request_wait_p95_minutes"
+"""The merge-request wait's p95, compared when a side carries it (a plan from before the week lacks it)."""
 
 TITLE = "**Cost and capacity**"
 
 
 @dataclass(frozen=True)
 class Figures:
-    """One plan's figures: a value is None when the plan carries it but it is not a number."""
+    """One plan's figures: a value is None when the plan carries it but it is not a number (or, for the wait
+    and its target, does not carry it: a plan from before the simulated week)."""
 
     eur_per_day: float | None
     makespan_minutes: float | None
     failed_jobs: float | None
+    merge_request_p95: float | None = None
+    """The p95 of merge-request jobs' waits over the simulated week (minutes)."""
+    target: float | None = None
+    """`platform.slo.merge_request_wait_minutes`."""
 
 
 def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
-    """The plan's simulated-day figures; None without a workload or from a plan before the simulation."""
+    """The plan's simulated figures; None without a workload or from a plan before the simulation."""
     outputs = plan.get("outputs") if isinstance(plan, Mapping) else None
     cost = outputs.get("cost") if isinstance(outputs, Mapping) else None
     if not isinstance(cost, Mapping) or any(key not in cost for key in COST_KEYS):
         return None
-    return Figures(*(_number(cost[key]) for key in COST_KEYS))
+    slo = cost.get("slo")
+    target = _number(slo.get("merge_request_wait_minutes")) if isinstance(slo, Mapping) else None
+    eur, makespan, failed = (_number(cost[key]) for key in COST_KEYS)
+    return Figures(eur, makespan, failed, merge_request_p95=_number(cost.get(WAIT_KEY)), target=target)
 
 
 def pool_slots(plan: Mapping[str, Any] | None) -> dict[str, int | None] | None:
@@ -91,7 +103,7 @@ def render_delta(base: Mapping[str, Any] | None, head: Mapping[str, Any], no_bas
         cost_lines = _cost_lines(base_cost, head_cost)
     if not cost_lines and not slot_lines:
         return [f"{TITLE}: no cost change{_state(head_cost, head_slots)}."]
-    day = " (the simulated day of `platform.workload`)" if head_cost or base_cost else ""
+    day = " (the simulated week of `platform.workload`)" if head_cost or base_cost else ""
     return [f"{TITLE}, base -> this commit{day}:", "", *cost_lines, *slot_lines]
 
 
@@ -99,11 +111,41 @@ def _cost_lines(base: Figures, head: Figures) -> list[str]:
     span = f"largest burst {_minutes(base.makespan_minutes)} -> {_minutes(head.makespan_minutes)} min"
     if base.makespan_minutes == head.makespan_minutes:
         span = f"largest burst {_minutes(head.makespan_minutes)} min"
-    return [
+    lines = [
         _line("EUR/day", base.eur_per_day, head.eur_per_day, _eur, _eur_change),
         _line("makespan", base.makespan_minutes, head.makespan_minutes, _hours, _minutes_change, detail=span),
         _line("failed jobs (simulated)", base.failed_jobs, head.failed_jobs, _count, _signed, alarm=True),
     ]
+    if base.merge_request_p95 is not None or head.merge_request_p95 is not None:
+        wait = _line(
+            "merge-request wait p95",
+            base.merge_request_p95,
+            head.merge_request_p95,
+            _wait,
+            _minutes_change,
+            detail=_target(head),
+        )
+        lines.append(f"- **{wait[2:]}**" if head.target is not None and _missed(head) else wait)
+    return lines
+
+
+def _target(figures: Figures) -> str:
+    if figures.target is None:
+        return ""
+    verdict = "no merge-request job" if figures.merge_request_p95 is None else "missed" if _missed(figures) else "met"
+    return f"target {_minutes(figures.target)} min: {verdict}"
+
+
+def _missed(figures: Figures) -> bool:
+    return (
+        figures.target is not None
+        and figures.merge_request_p95 is not None
+        and (figures.merge_request_p95 > figures.target)
+    )
+
+
+def _wait(value: float | None) -> str:
+    return "n/a" if value is None else f"{_minutes(value)} min"
 
 
 def _slot_bullets(base: dict[str, int | None] | None, head: dict[str, int | None] | None) -> list[str]:
@@ -134,21 +176,29 @@ def _line(
     alarm: bool = False,
 ) -> str:
     """`- name before -> after (change; detail)`, or `unchanged`; `n/a` for a figure that is no number; bold
-    when an alarm figure (failed jobs) is above zero at the head."""
-    if before is not None and after is not None and math.isclose(before, after, abs_tol=1e-9):
-        text = f"{name}: {show(after)} (unchanged" + (f"; {detail})" if detail else ")")
+    when an alarm figure (failed jobs) is above zero at the head. The figures as `simulate --set` compares
+    them (`infra.render.change.compare`)."""
+    shown_before, shown_after, moved = compare(before, after, show, change=change, missing=show(None))
+    if moved == "=":
+        line = f"{name}: {shown_after} (unchanged" + (f"; {detail})" if detail else ")")
     else:
-        moved = change(after - before) if before is not None and after is not None else "change unknown"
-        text = f"{name} {show(before)} -> {show(after)} ({moved}" + (f"; {detail})" if detail else ")")
-    return f"- **{text}**" if alarm and after else f"- {text}"
+        line = f"{name} {shown_before} -> {shown_after} ({moved or 'change unknown'}" + (
+            f"; {detail})" if detail else ")"
+        )
+    return f"- **{line}**" if alarm and after else f"- {line}"
 
 
 def _summary(figures: Figures | None) -> str:
     if figures is None:
         return "no figures"
+    wait = (
+        f", merge-request wait p95 {_minutes(figures.merge_request_p95)} min"
+        if figures.merge_request_p95 is not None
+        else ""
+    )
     return (
         f"{_eur(figures.eur_per_day)} EUR/day, makespan {_hours(figures.makespan_minutes)} "
-        f"({_minutes(figures.makespan_minutes)} min), {_count(figures.failed_jobs)} failed jobs in the simulation"
+        f"({_minutes(figures.makespan_minutes)} min), {_count(figures.failed_jobs)} failed jobs in the simulation{wait}"
     )
 
 

@@ -167,12 +167,20 @@ class CapacityRow(_Document):
     max_concurrent_jobs: Count = None
 
 
+class CostTarget(_Document):
+    """`outputs.cost.slo`: the target the week is judged on."""
+
+    merge_request_wait_minutes: Minutes = None
+
+
 class CostFigures(_Document):
-    """`outputs.cost`: the simulated day. A key may be absent (a plan from before the simulation)."""
+    """`outputs.cost`: the simulated week. A key may be absent (a plan from before the simulation, or the week)."""
 
     eur_per_day: Euros = None
     makespan_minutes: Minutes = None
     failed_jobs: Count = None
+    merge_request_wait_p95_minutes: Minutes = None
+    slo: CostTarget | None = None
 
 
 class PlanOutputs(_Document):
