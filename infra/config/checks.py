@@ -15,7 +15,8 @@ Checked here, each as one `platform.<key>=<value>: <reason>` problem:
 - runner: `default_pool` exists and is targeted, `manager_pool` (as set or chosen) is an always-on CPU pool;
 - gitlab: a group scope names the group, and the project sits in it;
 - the GPU operator's namespace is not the runners';
-- warm windows: on GPU pools, within max_size, not overlapping each other;
+- warm windows: on GPU pools, within max_size, not overlapping each other; the placeholders' priority at or
+  above the autoscaler's expendable cutoff and below the jobs', in a namespace of their own;
 - ci: variable names GitLab accepts, none that shadows a derived, `KUBERNETES_*`, `CI_*` or `GITLAB_*`
   variable, none that disarms a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`: GPUs around the device plugin;
   `FF_*`: the runner's feature flags), no credential in clear (CI or profile variables), `image` names the
@@ -52,6 +53,7 @@ def spec_problems(spec: PlatformSpec) -> list[Problem]:
         *_always_on_problems(spec),
         *_namespace_problems(spec),
         *(p for name in sorted(spec.pools) for p in _warm_problems(spec, name)),
+        *_warm_capacity_problems(spec),
         *(p for name in sorted(spec.profiles) for p in _profile_problems(spec, name)),
         *_uniqueness_problems(spec),
         *_workload_problems(spec),
@@ -180,6 +182,56 @@ def _namespace_problems(spec: PlatformSpec) -> list[Problem]:
             "policies would break the GPU operator, and the sharing ConfigMap would sit where jobs run",
         )
     ]
+
+
+MAX_WARM_POOL_NAME = 40
+"""A warm pool's CronJobs are named `warm-<pool>-<n>`, and a CronJob's name has at most 52 characters."""
+
+
+def _warm_capacity_problems(spec: PlatformSpec) -> list[Problem]:
+    """The placeholders' priority is one the autoscaler acts on and the jobs' is above it; their namespace is
+    their own."""
+    if not spec.warm_pools():
+        return []
+    warm, problems = spec.warm_capacity, []
+    cutoff = spec.cluster.autoscaler.expendable_pods_priority_cutoff
+    if warm.placeholder_priority < cutoff:
+        problems.append(
+            Problem(
+                key_path("warm_capacity", "placeholder_priority"),
+                warm.placeholder_priority,
+                f"is below the autoscaler's expendable_pods_priority_cutoff={cutoff}: the autoscaler would ignore "
+                "the placeholders (no warm node); raise it to the cutoff or above",
+            )
+        )
+    if warm.job_priority <= warm.placeholder_priority:
+        problems.append(
+            Problem(
+                key_path("warm_capacity", "job_priority"),
+                warm.job_priority,
+                f"is not above placeholder_priority={warm.placeholder_priority}: a job could not preempt a "
+                "placeholder, and would wait Pending beside it",
+            )
+        )
+    if warm.namespace in (spec.runner.namespace, spec.gpu_operator.namespace):
+        problems.append(
+            Problem(
+                key_path("warm_capacity", "namespace"),
+                warm.namespace,
+                "is the runners' or the GPU operator's namespace: the placeholders and their scalers need their own",
+            )
+        )
+    problems += [
+        Problem(
+            key_path("pools", name),
+            name,
+            f"has warm windows: its name must be at most {MAX_WARM_POOL_NAME} "
+            "characters (its CronJobs are named warm-<pool>-<n>, at most 52)",
+        )
+        for name in spec.warm_pools()
+        if len(name) > MAX_WARM_POOL_NAME
+    ]
+    return problems
 
 
 def _warm_problems(spec: PlatformSpec, name: str) -> list[Problem]:

@@ -30,6 +30,7 @@ from infra.config.profiles import ProfileSpec
 from infra.config.registry import RegistrySpec
 from infra.config.runner import CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG, RunnerSpec
 from infra.config.slo import SloSpec
+from infra.config.warm import WarmCapacitySpec
 from infra.config.workload import WorkloadSpec
 
 RESERVED_LABEL_PREFIXES = ("k8s.scaleway.com/", "kubernetes.io/", "k8s.io/", "node.kubernetes.io/", "nvidia.com/")
@@ -62,6 +63,8 @@ class PlatformSpec(SpecModel):
     """The week of CI jobs the simulation runs (cost, waits per class); None leaves it out of the report."""
     slo: SloSpec = SloSpec()
     """The feedback-time target, judged on the simulated week of the workload."""
+    warm_capacity: WarmCapacitySpec = WarmCapacitySpec()
+    """How the pools' warm windows are deployed: placeholder pods, their priority, the scaling CronJobs."""
     gitlab: GitlabSpec
     """The GitLab instance, the training project and the runner's scope."""
     runner: RunnerSpec = RunnerSpec()
@@ -126,3 +129,7 @@ class PlatformSpec(SpecModel):
         if self.runner.cache is not None:
             keys |= {CACHE_ACCESS_KEY_CONFIG, CACHE_SECRET_KEY_CONFIG}
         return sorted(keys)
+
+    def warm_pools(self) -> list[str]:
+        """Pools with warm windows, sorted."""
+        return sorted(name for name, pool in self.pools.items() if pool.warm)
