@@ -128,8 +128,8 @@ class ResolvedPipeline:
 class Work:
     """The values resolving copies or merges, against `MAX_RESOLVE_WORK`: one budget for the whole pipeline."""
 
-    def __init__(self, limit: int = MAX_RESOLVE_WORK) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = MAX_RESOLVE_WORK if limit is None else limit
         self.spent = 0
 
     def spend(self, count: int) -> None:
