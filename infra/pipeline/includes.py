@@ -205,7 +205,9 @@ class Includes:
         if "*" in relative:
             return self.matching(relative, shown)
         name = PurePosixPath(relative).as_posix()
-        if _exists(self.root / name, shown) or (self.platform is not None and name == self.platform.path):
+        if _exists(self.root / name, f"{shown}: include {brief(include)}") or (
+            self.platform is not None and name == self.platform.path
+        ):
             return [name]
         return []
 
