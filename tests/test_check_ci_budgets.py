@@ -172,3 +172,13 @@ def test_a_symlink_inside_the_repository_is_read(tmp_path: Path) -> None:
     (repo / "ci" / "link.yml").symlink_to(repo / "shared" / "jobs.yml")
     run = run_command("check-ci", str(repo))
     assert (run.code, run.err) == (0, "1 jobs checked: no violation\n")
+
+
+def test_a_wildcard_does_not_enter_a_symlinked_folder(tmp_path: Path) -> None:
+    """git holds a symlinked folder as a file: GitLab finds nothing under it, and neither does check-ci (not even
+    the names of what lies outside)."""
+    outside = _write(tmp_path / "outside", {"OUTSIDE-NAME.yml": JOB})
+    repo = _write(tmp_path / "repo", {".gitlab-ci.yml": "include: 'ci/*.yml'\n" + JOB})
+    (repo / "ci").symlink_to(outside, target_is_directory=True)
+    run = run_command("check-ci", str(repo))
+    assert (run.code, run.out) == (1, ".gitlab-ci.yml: include 'ci/*.yml': no such file in the repository\n")

@@ -118,7 +118,9 @@ def _fixture(name: str) -> Any:
     return read_yaml(source.read_text(), source.name)
 
 
-SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @SETTINGS

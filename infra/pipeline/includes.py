@@ -14,6 +14,7 @@ Budgets (over one: `ResolveError`, one line naming the file and what was too muc
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -232,7 +233,7 @@ class Includes:
         if folder in self.listings:
             return self.listings[folder]
         found: list[str] = []
-        pending = [(f"{folder}/" if folder else "", self.root / folder)]
+        pending = [(f"{folder}/" if folder else "", self.root / folder)] if self.plain_folder(folder) else []
         while pending:
             prefix, directory = pending.pop()
             try:
@@ -256,6 +257,19 @@ class Includes:
                 raise ResolveError(f"{shown}: folder {prefix or '.'} cannot be read ({err.strerror})") from None
         self.listings[folder] = sorted(found)
         return self.listings[folder]
+
+    def plain_folder(self, folder: str) -> bool:
+        """Whether `folder` is reached without a symlink (git holds a symlinked folder as a file: nothing is
+        under it for GitLab, and what is under it for the checkout may be anywhere)."""
+        path = self.root
+        for part in PurePosixPath(folder).parts:
+            path = path / part
+            try:
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    return False
+            except (OSError, ValueError):
+                return False
+        return True
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:
