@@ -284,7 +284,7 @@ def _hostile_checkout(base: Path, document: dict[str, Any], raw: str) -> Path:
     return repo
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(repo=hostile_repos())
 def test_hostile_pipelines_get_a_plausible_answer_or_short_error_lines(
     tmp_path_factory: pytest.TempPathFactory, repo: tuple[dict[str, Any], str]
