@@ -107,7 +107,7 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
     config: dict[str, Any] = {k: extended[k].job if k in extended else v for k, v in layer.config.items()}
     for name, result in extended.items():  # GitLab extends every key: a broken template refuses the pipeline
         if name.startswith("."):
-            pipeline.problems += [p for p in result.problems if p.job == name and p not in pipeline.problems]
+            pipeline.problems += [p for p in result.problems if p.job == name]  # its own: once per template
     references = References(config, work)
     resolved: dict[Any, Any] = {}
     for key, value in config.items():

@@ -62,22 +62,24 @@ def platform_templates(platform: Platform, default_branch: str = DEFAULT_BRANCH)
 
 @dataclass
 class CheckResult:
-    found: dict[Violation, list[str]] = field(default_factory=dict)
+    found: dict[Violation, dict[str, None]] = field(default_factory=dict)
     """Each violation once, with the jobs it breaks when it is written elsewhere (a template, `variables`)."""
     warnings: list[str] = field(default_factory=list)
     jobs_checked: int = 0
+    _warned: set[str] = field(default_factory=set, repr=False)
 
     @property
     def violations(self) -> list[Violation]:
         return [replace(v, jobs=tuple(jobs)) for v, jobs in self.found.items()]
 
     def add(self, violation: Violation, cause: str | None = None) -> None:
-        jobs = self.found.setdefault(violation, [])
-        if cause is not None and cause != violation.job and cause not in jobs:
-            jobs.append(cause)
+        jobs = self.found.setdefault(violation, {})
+        if cause is not None and cause != violation.job:
+            jobs[cause] = None
 
     def warn(self, message: str) -> None:
-        if message not in self.warnings:
+        if message not in self._warned:
+            self._warned.add(message)
             self.warnings.append(message)
 
 
