@@ -312,3 +312,13 @@ def test_an_unresolvable_name_is_one_escaped_error_line(tmp_path: Path) -> None:
     assert run.err.splitlines() == [
         r"error: .gitlab-ci.yml: job: !reference [a\nerror: forged, script] could not be found"
     ]
+
+
+def test_an_image_name_too_long_to_be_one_is_a_violation(check: Any) -> None:
+    """Not matched at all: a registry's repository name has at most 255 characters, and this one is hostile."""
+    image = "rg.fr-par.scw.cloud/gpu-ci/" + "a/" * 3000 + "x"
+    (line,) = _lines(check(f"hyperopt-dqn: {{extends: .train-rl-base, script: [x], image: '{image}'}}\n"))
+    assert line == (
+        f".gitlab-ci.yml: hyperopt-dqn: image {image[:80]}… is longer than 4096 characters: not an image reference "
+        "(a repository name has at most 255), the job fails"
+    )

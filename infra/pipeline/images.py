@@ -19,6 +19,9 @@ from infra.pipeline.resolved import ResolvedJob
 from infra.pipeline.variables import KNOWN_SHAPES, expand_text
 
 Report = Callable[[str], None]
+MAX_IMAGE_NAME = 4096
+"""Characters of an image name worth matching: a registry's repository name has at most 255 (the matching is
+linear, but the name comes from the pipeline)."""
 
 
 class AllowedImages:
@@ -77,6 +80,12 @@ class _Check:
 
     def name(self, name: str, what: str, setting: str) -> None:
         expanded = expand_text(name, self.variables)
+        if len(expanded) > MAX_IMAGE_NAME:
+            self.violation(
+                f"{what} {name[:80]}… is longer than {MAX_IMAGE_NAME} characters: not an image reference (a "
+                "repository name has at most 255), the job fails"
+            )
+            return
         if "$" in expanded:
             self.warning(f"{what} {name} is only known to GitLab: not checked against {setting}")
             return
