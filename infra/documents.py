@@ -72,6 +72,8 @@ STACK_FILE = Budget(max_bytes=1 << 20, max_nodes=50_000, kind="a stack file", co
 """A stack file (the dev stack's: ~4 KiB, ~300 values, 6 levels)."""
 PIPELINE_FILE = Budget(max_bytes=1 << 20, max_nodes=100_000, kind="a pipeline file", content="a CI config")
 """One pipeline file or include (GitLab caps a merged CI config at 1 MiB by default)."""
+MERGED_PIPELINE = Budget(max_bytes=8 << 20, max_nodes=500_000, kind="a merged pipeline", content="a merged CI config")
+"""A pipeline as GitLab merged it (`check-ci --online`): every include in one document."""
 PLAN_FILE = Budget(max_bytes=16 << 20, max_nodes=1_000_000, max_depth=100, kind="a plan file")
 """A `plan --json` document or a `pulumi preview --json` (the dev plan: ~100 KiB)."""
 DIFF_TEXT = Budget(max_bytes=16 << 20, max_nodes=0, kind="a preview or plan diff")
@@ -121,8 +123,11 @@ def decode(data: bytes, name: str, budget: Budget) -> str:
         raise DocumentError(f"{name}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from None
 
 
-def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_LOADER) -> None:
-    """One streaming pass over the YAML events (see the module docstring); DocumentError `<name>:<line>: ...`."""
+def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_LOADER) -> int:
+    """One streaming pass over the YAML events (see the module docstring); DocumentError `<name>:<line>: ...`.
+
+    Returns the values the document expands to (every alias counted where it is used), for a budget that spans
+    several documents (a pipeline and its includes)."""
     count = _ExpandedCount(name, budget)
     try:
         for event in yaml.parse(text, Loader=loader):
@@ -136,6 +141,7 @@ def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_L
         raise DocumentError(f"{name}:{line}: not {budget.readable}: {err.reason}") from None
     except yaml.YAMLError as err:
         raise DocumentError(f"{name}: not valid YAML: {str(err).splitlines()[0][:200]}") from None
+    return count.total
 
 
 class _ExpandedCount:

@@ -20,6 +20,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE = FIXTURES / "training-repo"
 BROKEN = FIXTURES / "training-repo-broken"
 TEMPLATES = ".gitlab/ci/gpu-ci-templates.yml"
+SUPERVISED_JOBS = "(16 jobs: train-validate-tft, train-validate-mamba2, train-validate-tggn and 13 more)"
+"""The jobs a fault in the supervised template breaks, as its line names them."""
 
 BROKEN_LINES = [
     ".gitlab-ci.yml: include 'ci/extra-models.yml': no such file in the repository",
@@ -79,7 +81,7 @@ def test_a_template_asking_more_than_the_maximum_fails_once(sample_copy: Path, d
     result = check_pipeline(sample_copy / ".gitlab-ci.yml", spec)
     assert [str(v) for v in result.violations] == [
         f"{TEMPLATES}: .train-validate-base: KUBERNETES_MEMORY_LIMIT=48Gi is above the runner's "
-        "memory_limit_overwrite_max_allowed=40Gi: the job would fail"
+        f"memory_limit_overwrite_max_allowed=40Gi: the job would fail {SUPERVISED_JOBS}"
     ]
 
 
@@ -91,7 +93,7 @@ def test_the_committed_templates_win_over_the_rendered_ones(sample_copy: Path, d
     lines = [str(v) for v in check_pipeline(sample_copy / ".gitlab-ci.yml", load_spec(dev_platform)).violations]
     assert lines == [
         f"{TEMPLATES}: .train-validate-base: KUBERNETES_MEMORY_LIMIT=40Gi is above the runner's "
-        "memory_limit_overwrite_max_allowed=32Gi: the job would fail"
+        f"memory_limit_overwrite_max_allowed=32Gi: the job would fail {SUPERVISED_JOBS}"
     ]
 
 
@@ -142,8 +144,11 @@ def test_global_and_expanded_variables_are_seen(sample_copy: Path, dev_platform:
     assert sorted(str(v) for v in result.violations) == [
         ".gitlab-ci.yml: variables: KUBERNETES_NODE_SELECTOR_ZONE=k8s.scaleway.com/pool-name=ci-training-evil is "
         rf"refused by runner {pool} (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name=({pool})$): "
-        "the job would fail"
-        for pool in ("ci-compile", "ci-training")
+        f"the job would fail ({jobs})"
+        for pool, jobs in (
+            ("ci-compile", "4 jobs: hyperopt-dqn, hyperopt-ppo, train-validate-dqn and 1 more"),
+            ("ci-training", "16 jobs: train-validate-tft, train-validate-mamba2, train-validate-tggn and 13 more"),
+        )
     ]
     assert sorted(result.warnings) == [
         ".gitlab-ci.yml: hyperopt-dqn: KUBERNETES_CPU_LIMIT is only known to GitLab: not checked",

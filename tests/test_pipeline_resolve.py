@@ -316,7 +316,7 @@ def test_4_a_single_variable_by_reference_is_resolved_and_checked(repo: Path, de
     assert result.warnings == []
     assert [str(v) for v in result.violations] == [
         ".gitlab-ci.yml: .big: KUBERNETES_MEMORY_LIMIT=64Gi is above the runner's "
-        "memory_limit_overwrite_max_allowed=16Gi: the job would fail",
+        "memory_limit_overwrite_max_allowed=16Gi: the job would fail (job hyperopt-ppo)",
         ".gitlab-ci.yml: hyperopt-ppo: KUBERNETES_NODE_SELECTOR_POOL=k8s.scaleway.com/pool-name=ci-training-evil is "
         r"refused by runner ci-compile (node_selector_overwrite_allowed=^k8s\.scaleway\.com/pool-name="
         "(ci-compile)$): the job would fail",
@@ -347,6 +347,9 @@ def test_5_inherit_default_false_or_a_list(tmp_path: Path, dev_platform: dict[st
     assert jobs["some"].variables == {"H": "h"}
     lines = [str(v) for v in check_pipeline(path, load_spec(dev_platform)).violations]
     assert lines == [
+        # `default: image` reaches the job: the runner admits the platform registry's images and alpine only
+        ".gitlab-ci.yml: all: image python:3.12 is not in runner ci-compile's allowed_images [rg.fr-par.scw.cloud/"
+        "gpu-ci/*, rg.fr-par.scw.cloud/gpu-ci/**/*, alpine:3.22]: the runner refuses it, the job fails",
         ".gitlab-ci.yml: train-validate-dqn: extends no template, not .train-rl-base: dqn jobs run with "
         "profile rl on pool ci-compile",
     ]

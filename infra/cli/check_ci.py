@@ -4,26 +4,37 @@ The pipeline is resolved the way GitLab resolves it (`infra.pipeline.resolve`), 
 `--online` asks GitLab's CI Lint API for the merged YAML instead. Then the platform's rules run
 (`infra.pipeline.rules`). Prints one line per violation (`file: job: what is wrong`) on stdout; notes
 on what is not checked go to stderr as `warning:` lines. Exit 0: no violation; 1: violations; 2: the
-pipeline cannot be resolved (one `error:` line), or the stack config, the file or GitLab is unusable.
+pipeline cannot be resolved or is over a budget (one `error:` line), or the stack config, the file or GitLab
+is unusable.
+
+Every line it prints names what the pipeline names (jobs, files, tags, values): each is one line whatever they
+hold (control characters, newlines and terminal escapes are escaped), credentials are redacted, and a line
+longer than `MAX_LINE` characters is cut in its middle.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from infra.cli import fail
+from infra.config.credentials import redact_credentials
 from infra.config.errors import SpecError
+from infra.documents import PIPELINE_FILE as PIPELINE_BUDGET
+from infra.documents import DocumentError, read_text
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackFileError, load_stack_config
 from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
 from infra.pipeline.rules import DEFAULT_BRANCH, CheckResult, check_resolved, platform_templates
 
 PIPELINE_FILE = ".gitlab-ci.yml"
+MAX_LINE = 400
+"""Characters of one printed line: a 100 KiB job name is shown by its ends."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,9 +62,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
-    path: Path = args.path / PIPELINE_FILE if args.path.is_dir() else args.path
-    if not path.is_file():
-        return fail(f"no pipeline file {path}")
+    path: Path = args.path / PIPELINE_FILE if _is_folder(args.path) else args.path
+    if not os.path.lexists(path):
+        return fail(line(f"no pipeline file {path}"))
     try:
         platform = load_platform(load_stack_config(args.stack, path=args.config).get("platform"))
     except (FileNotFoundError, StackFileError, SpecError) as err:
@@ -65,16 +76,38 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
             branch = args.default_branch or env.get("CI_DEFAULT_BRANCH") or DEFAULT_BRANCH
             pipeline = resolve_file(path, args.root, platform_templates(platform, branch))
             result = check_resolved(pipeline, platform)
-    except (ResolveError, _OnlineError) as err:
-        return fail(str(err) or "unknown error")
+    except ResolveError as err:
+        return fail(line(str(err) or "unknown error"))
+    except _OnlineError as err:
+        return fail("\n".join(line(message) for message in err.args))
     return _report(result)
+
+
+def _is_folder(path: Path) -> bool:
+    """Whether `path` is a folder; a path that cannot be looked at is not (reading it then says why)."""
+    try:
+        return stat.S_ISDIR(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def line(text: str) -> str:
+    """`text` as one printable line: credentials redacted, every control or format character escaped (a job
+    name holding a newline cannot forge a second line, an escape sequence cannot repaint the terminal), and cut
+    in its middle past `MAX_LINE` characters."""
+    text = redact_credentials(text)
+    text = "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+    if len(text) > MAX_LINE:
+        head = MAX_LINE * 5 // 8
+        text = f"{text[:head]} … {text[head - MAX_LINE + 3 :]}"
+    return text
 
 
 def _report(result: CheckResult) -> int:
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {line(warning)}", file=sys.stderr)
     for violation in result.violations:
-        print(violation)
+        print(line(str(violation)))
     if result.violations:
         print(f"{len(result.violations)} violation(s) in {result.jobs_checked} jobs", file=sys.stderr)
         return 1
@@ -83,7 +116,7 @@ def _report(result: CheckResult) -> int:
 
 
 class _OnlineError(Exception):
-    """GitLab could not be asked, or refused the configuration; one line per message."""
+    """GitLab could not be asked, or refused the configuration; one line per argument."""
 
 
 def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env: Mapping[str, str]) -> CheckResult:
@@ -93,11 +126,14 @@ def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env:
         raise _OnlineError("--online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)")
     url = args.gitlab_url or platform.spec.gitlab.url
     project = args.project or platform.spec.gitlab.project
-    content = path.read_text(encoding="utf-8")
+    try:
+        content = read_text(path, PIPELINE_BUDGET, root=args.root or path.parent, name=path.name)
+    except DocumentError as err:
+        raise _OnlineError(str(err)) from None
     lint = _ci_lint(url, project, content, args.ref, token=token, job_token=None if token else job_token)
     errors = [str(e) for e in lint.get("errors") or []]
     if errors or not lint.get("valid"):
-        raise _OnlineError("\n".join(errors) or f"GitLab says {path.name} is not valid (and gives no reason)")
+        raise _OnlineError(*(errors or [f"GitLab says {path.name} is not valid (and gives no reason)"]))
     merged = lint.get("merged_yaml")
     if not isinstance(merged, str):
         raise _OnlineError(f"GitLab's CI Lint answer for {project} holds no merged_yaml")

@@ -9,15 +9,18 @@ Routing is by tags, as GitLab routes: a job goes to a runner holding all of its 
   profile's runner and, if it overrides the pool, stay on the profile's pool;
 - on the runner that takes it, no job may set a `KUBERNETES_*` request or limit above that runner's
   maximum (the job would fail, not be clamped), a request above its limit (Kubernetes refuses the pod),
-  or a node selector that runner refuses (`ci-training-evil` is not `ci-training`).
-A violation in an inherited value is reported once, where the value is written.
+  a node selector that runner refuses (`ci-training-evil` is not `ci-training`), or an image or service
+  outside its `allowed_images`/`allowed_services` (`images`).
+Tags are routed once GitLab has expanded the variables in them (`variables`): a tag that still names a
+variable GitLab alone knows is a warning, one that GitLab leaves as a literal `$VAR` (a variable defined from
+another) is a violation: no runner takes the job.
+A violation in an inherited value is reported once, where the value is written, with the jobs it breaks.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +29,10 @@ from infra.config.profiles import name_tokens
 from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
 from infra.model.platform import Platform, derive
 from infra.model.runners import Runner
+from infra.pipeline.images import AllowedImages, check_images
+from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, variable_problem
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
+from infra.pipeline.variables import expand_for_runner, expand_tag, value_text
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
 from infra.render.ci_templates import render_ci_templates
 
@@ -35,7 +41,6 @@ if TYPE_CHECKING:
 
 TRAINING_TOKENS = frozenset({"train", "hyperopt"})
 DEFAULT_BRANCH = "main"
-_VARIABLE_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 def platform_templates(platform: Platform, default_branch: str = DEFAULT_BRANCH) -> PlatformTemplates:
@@ -51,16 +56,24 @@ def platform_templates(platform: Platform, default_branch: str = DEFAULT_BRANCH)
 
 @dataclass
 class CheckResult:
-    violations: list[Violation] = field(default_factory=list)
+    found: dict[Violation, dict[str, None]] = field(default_factory=dict)
+    """Each violation once, with the jobs it breaks when it is written elsewhere (a template, `variables`)."""
     warnings: list[str] = field(default_factory=list)
     jobs_checked: int = 0
+    _warned: set[str] = field(default_factory=set, repr=False)
 
-    def add(self, violation: Violation) -> None:
-        if violation not in self.violations:
-            self.violations.append(violation)
+    @property
+    def violations(self) -> list[Violation]:
+        return [replace(v, jobs=tuple(jobs)) for v, jobs in self.found.items()]
+
+    def add(self, violation: Violation, cause: str | None = None) -> None:
+        jobs = self.found.setdefault(violation, {})
+        if cause is not None and cause != violation.job:
+            jobs[cause] = None
 
     def warn(self, message: str) -> None:
-        if message not in self.warnings:
+        if message not in self._warned:
+            self._warned.add(message)
             self.warnings.append(message)
 
 
@@ -81,44 +94,13 @@ def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResul
         checker.result.warn(warning)
     for problem in pipeline.problems:
         checker.result.add(problem)
-    for job in pipeline.jobs.values():
+    for job in pipeline.created.values():
         for problem in job.problems:
-            checker.result.add(problem)
+            checker.result.add(problem, cause=job.name)
         if job.complete:
             checker.result.jobs_checked += 1
             checker.check(job)
     return checker.result
-
-
-def _value(raw: Any) -> str | None:
-    """A variable's value as a string, or None when GitLab alone knows it."""
-    if isinstance(raw, dict):
-        raw = raw.get("value")
-    if raw is None or isinstance(raw, (list, dict)):
-        return None
-    if isinstance(raw, bool):
-        return str(raw).lower()
-    return str(raw)
-
-
-def _expand(raw: Any, variables: dict[str, Any], depth: int = 5) -> str | None:
-    """The value with `$NAME` / `${NAME}` replaced from the job's variables, as GitLab does before the runner
-    (not for a variable declared `expand: false`)."""
-    value = _value(raw)
-    if value is None or (isinstance(raw, dict) and raw.get("expand") is False):
-        return value
-
-    def substitute(match: re.Match[str]) -> str:
-        name = match[1] or match[2]
-        known = _value(variables[name]) if name in variables else None
-        return match[0] if known is None else known
-
-    for _ in range(depth):
-        expanded = _VARIABLE_REF.sub(substitute, value)
-        if expanded == value:
-            break
-        value = expanded
-    return value
 
 
 def _pool_of(selector: str) -> str | None:
@@ -137,8 +119,14 @@ class _Checker:
         self.result = CheckResult()
         self.family_profile = {family: name for name, p in platform.profiles.items() for family in p.families}
         self.known_tags = {tag for runner in platform.runners.values() for tag in runner.tags}
+        self.project_variables = _project_variables(platform)
+        self.images = AllowedImages(platform.allowed_images, self.spec.runner.default_image)
 
     def check(self, job: ResolvedJob) -> None:
+        tags = self.routing_tags(job)
+        if tags is None:
+            return
+        job = replace(job, tags=tags, variables={**job.variables, **self.project_variables})
         tokens = name_tokens(job.name)
         families = sorted(tokens & set(self.family_profile))
         taking = self.platform.runners_taking(job.tags)
@@ -149,9 +137,47 @@ class _Checker:
         if runner is not None:
             self.check_resources(job, runner)
             self.check_selectors(job, runner)
+            check_images(
+                job,
+                job.variables,
+                self.images,
+                runner.name,
+                violation=lambda message: self.add(job, message),
+                warning=lambda message: self.result.warn(f"{job.file}: {job.name}: {message}"),
+            )
 
     def add(self, job: ResolvedJob, message: str) -> None:
         self.result.add(Violation(job.file, job.name, message))
+
+    def add_at(self, job: ResolvedJob, where: tuple[str, str], message: str) -> None:
+        """A violation in a value written at `where` (file, job or block), caused by `job`."""
+        self.result.add(Violation(*where, message), cause=job.name)
+
+    def routing_tags(self, job: ResolvedJob) -> tuple[str, ...] | None:
+        """The job's tags once GitLab expanded them; None when GitLab alone knows them (a warning) or keeps one
+        as a literal `$VAR` no runner holds (a violation)."""
+        known = {name: value_text(raw) for name, raw in job.variables.items()}
+        known.update({name: value_text(raw) for name, raw in self.project_variables.items()})
+        tags = []
+        for tag in job.tags:
+            expansion = expand_tag(tag, known)
+            if expansion.nested:
+                name, value = expansion.nested[0]
+                self.add(
+                    job,
+                    f"tags: {tag} is {expansion.tag} once GitLab expands it: GitLab does not expand ${name} "
+                    f"(defined as {value}) again in tags (gitlab#407129), so the job keeps the tag {expansion.tag}, "
+                    "which no runner holds: it stays pending",
+                )
+                return None
+            if expansion.unknown:
+                self.result.warn(
+                    f"{job.file}: {job.name}: tags: {tag} holds ${expansion.unknown[0]}, only known to GitLab: which "
+                    "runner takes the job is not checked"
+                )
+                return None
+            tags.append(expansion.tag)
+        return tuple(tags)
 
     def check_taken(self, job: ResolvedJob, taking: list[Runner]) -> Runner | None:
         """The one runner (pool) that takes the job; None when none or several do, or it is not ours."""
@@ -204,7 +230,9 @@ class _Checker:
             )
             return runner
         selectors = [
-            _expand(raw, job.variables) for key, raw in job.variables.items() if key.startswith(NODE_SELECTOR_PREFIX)
+            expand_for_runner(raw, job.variables)
+            for key, raw in job.variables.items()
+            if key.startswith(NODE_SELECTOR_PREFIX)
         ]
         if any(value is None or not runner.admits_node_selector(value) for value in selectors):
             return runner  # refused or unknown: reported by check_selectors
@@ -242,24 +270,25 @@ class _Checker:
     def override(self, job: ResolvedJob, resource: JobResource, runner: Runner) -> Quantity | None:
         """The job's value of one resource variable, checked against the runner's maximum."""
         file, definer = job.where(resource.variable)
-        text = _expand(job.variables[resource.variable], job.variables)
+        raw = job.variables[resource.variable]
+        if variable_problem(raw, GLOBAL_VARIABLE_KEYS) is not None:
+            return None  # a value GitLab refuses: reported where it is written
+        text = expand_for_runner(raw, job.variables)
         if text is None or "$" in text:
             self.result.warn(f"{file}: {definer}: {resource.variable} is only known to GitLab: not checked")
             return None
         try:
             quantity = parse_quantity(resource.kind, text)
         except QuantityError as err:
-            self.result.add(Violation(file, definer, f"{resource.variable}={text!r}: {err}"))
+            self.add_at(job, (file, definer), f"{resource.variable}={text!r}: {err}")
             return None
         maximum = runner.maxima[resource.field]
         if magnitude(quantity) > magnitude(maximum):
-            self.result.add(
-                Violation(
-                    file,
-                    definer,
-                    f"{resource.variable}={text} is above the runner's {resource.max_key}={maximum.text}: "
-                    "the job would fail",
-                )
+            self.add_at(
+                job,
+                (file, definer),
+                f"{resource.variable}={text} is above the runner's {resource.max_key}={maximum.text}: "
+                "the job would fail",
             )
         return quantity
 
@@ -274,15 +303,24 @@ class _Checker:
             if not key.startswith(NODE_SELECTOR_PREFIX):
                 self.result.warn(f"{file}: {definer}: {key} is ignored: the runner allows no such override")
                 continue
-            value = _expand(raw, job.variables)
+            if variable_problem(raw, GLOBAL_VARIABLE_KEYS) is not None:
+                continue  # a value GitLab refuses: reported where it is written
+            value = expand_for_runner(raw, job.variables)
             if value is None or "$" in value:
                 self.result.warn(f"{file}: {definer}: {key} is only known to GitLab: not checked")
             elif not runner.admits_node_selector(value):
-                self.result.add(
-                    Violation(
-                        file,
-                        definer,
-                        f"{key}={value} is refused by runner {runner.name} (node_selector_overwrite_allowed="
-                        f"{runner.node_selector_regex}): the job would fail",
-                    )
+                self.add_at(
+                    job,
+                    (file, definer),
+                    f"{key}={value} is refused by runner {runner.name} (node_selector_overwrite_allowed="
+                    f"{runner.node_selector_regex}): the job would fail",
                 )
+
+
+def _project_variables(platform: Platform) -> dict[str, Any]:
+    """The CI/CD variables the platform sets on the training project (or its group): they win over the YAML's.
+    A secret's value is GitLab's alone (None)."""
+    ci = platform.spec.ci
+    found: dict[str, Any] = {name: variable.value for name, variable in ci.variables.items()}
+    found[ci.registry_variable] = platform.registry_endpoint
+    return found
