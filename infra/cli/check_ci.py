@@ -114,7 +114,7 @@ def _ci_lint(
     import gitlab  # noqa: PLC0415
     import requests  # noqa: PLC0415
 
-    from infra.gitlab_api import OffHostRequest, connect  # noqa: PLC0415
+    from infra.gitlab_api import RefusedAnswer, connect  # noqa: PLC0415
 
     client = connect(url, private_token=token, job_token=job_token)
     data: dict[str, Any] = {"content": content, "dry_run": True, "include_jobs": True}
@@ -132,7 +132,7 @@ def _ci_lint(
             404: f"GitLab at {url} has no project {project}, or the token cannot see it (404)",
         }
         raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {err.error_message}")) from None
-    except OffHostRequest as err:
+    except RefusedAnswer as err:  # another host, an answer over budget, a lasting 429
         raise _OnlineError(str(err)) from None
     except requests.exceptions.RequestException as err:
         reason = err.__class__.__name__
