@@ -96,23 +96,23 @@ def read_history(
     *,
     progress: Progress | None = None,
     per_page: int = 100,
-    max_pages: int = MAX_PAGES,
+    max_pages: int | None = None,
 ) -> History:
-    """The project's jobs created since `since` (and the first older page's remainder), newest first."""
+    """The project's jobs created since `since` (and the first older page's remainder), newest first; at most
+    `max_pages` pages (default MAX_PAGES)."""
     progress = progress or Progress()
     client = connect(url, private_token=token, notice=progress.say)
     shown = printable(project, 120)
     try:
-        history, jobs_path = _project(get_object(client, f"/projects/{quote(project, safe='')}", f"project {shown}"))
-        if not history.project:
-            history.project = shown
+        answer = get_object(client, f"/projects/{quote(project, safe='')}", f"project {shown}")
+        history, jobs_path = _project(answer, project)
         pages = list_pages(
             client,
             jobs_path,
             {"scope[]": list(SCOPES), "per_page": per_page},
             what=f"GitLab's list of the jobs of {history.project}",
             advice="read a shorter window (--days, --until)",
-            max_pages=max_pages,
+            max_pages=max_pages or MAX_PAGES,
         )
         for number, page in enumerate(pages, 1):
             jobs = [job for entry in page if (job := history.ledger.read(entry)) is not None]
@@ -139,13 +139,14 @@ def read_history(
         progress.done()
 
 
-def _project(answer: dict[str, Any]) -> tuple[History, str]:
-    """The project's path, creation time and jobs list path, each from its answer where sound (else dropped)."""
+def _project(answer: dict[str, Any], asked: str) -> tuple[History, str]:
+    """The project's path, creation time and jobs list path, each from its answer where sound (else dropped:
+    the project is then named, and its jobs asked for, as it was asked for)."""
     ledger = Ledger()
     path = answer.get("path_with_namespace")
     if not (isinstance(path, str) and 0 < len(path) <= MAX_TEXT):
         ledger.drop("project path_with_namespace: not a string of at most 1024 characters")
-        path = ""
+        path = asked
     created: datetime | None = None
     if answer.get("created_at") is not None:
         try:
@@ -154,13 +155,10 @@ def _project(answer: dict[str, Any]) -> tuple[History, str]:
             ledger.drop(str(bad))
     project_id = answer.get("id")
     if isinstance(project_id, bool) or not isinstance(project_id, int) or project_id <= 0:
-        # Without its id the project is asked for by path; a 404 then says whether it exists.
         ledger.drop("project id: not a positive integer")
-        jobs_path = f"/projects/{quote(path, safe='')}/jobs" if path else ""
+        jobs_path = f"/projects/{quote(asked, safe='')}/jobs"
     else:
         jobs_path = f"/projects/{project_id}/jobs"
-    if not jobs_path:
-        raise BadAnswer("GitLab's answer for the project holds neither its `id` nor its `path_with_namespace`")
     return History(printable(path, 120), created, ledger=ledger), jobs_path
 
 

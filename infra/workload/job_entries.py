@@ -249,4 +249,7 @@ class Ledger:
 def _tally(counter: Counter[str], shown: int = 4) -> str:
     ordered = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
     text = ", ".join(f"{count} {reason}" for reason, count in ordered[:shown])
-    return text + (f", {len(ordered) - shown} other reasons" if len(ordered) > shown else "")
+    rest = ordered[shown:]
+    if not rest:
+        return text
+    return text + f", {sum(count for _, count in rest)} more ({len(rest)} other reason{'s' if len(rest) > 1 else ''})"
