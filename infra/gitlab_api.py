@@ -30,6 +30,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -151,8 +152,10 @@ def _http_date(text: str, now: float) -> float | None:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+    if when.tzinfo is None:  # `-0000`: "UTC, origin unknown"
+        when = when.replace(tzinfo=UTC)
     try:
-        return when.timestamp() - now  # a naive date (`-0000`) is read as local time: close enough for a wait
+        return when.timestamp() - now
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -162,7 +165,9 @@ def _seconds_text(seconds: float) -> str:
         return "forever"
     if seconds >= _YEAR:
         return "more than a year"
-    return f"{seconds:.0f} s" if seconds.is_integer() or seconds >= 10 else f"{seconds:.1f} s"
+    if seconds.is_integer() or seconds >= 1000:
+        return f"{seconds:.0f} s"
+    return f"{seconds:.1f} s"
 
 
 class PinnedSession(requests.Session):
@@ -314,8 +319,6 @@ def kind_of(value: object) -> str:
     """`a list`, `a string`, `null`: what a JSON value is, for a message."""
     if value is None:
         return "null"
-    if isinstance(value, requests.Response):
-        return "not JSON"
     names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)
 
@@ -323,6 +326,9 @@ def kind_of(value: object) -> str:
 def get_object(client: gitlab.Gitlab, path: str, what: str, **kwargs: Any) -> dict[str, Any]:
     """`GET path`, which must answer a JSON object; BadAnswer naming `what` otherwise."""
     answer = client.http_get(path, **kwargs)
+    if isinstance(answer, requests.Response):  # python-gitlab hands back what is not `application/json`
+        content_type = printable(answer.headers.get("Content-Type") or "no Content-Type", 60)
+        raise BadAnswer(f"GitLab's answer for {what} is not JSON ({content_type})")
     if not isinstance(answer, dict):
         raise BadAnswer(f"GitLab's answer for {what} is {kind_of(answer)}, not an object")
     return answer

@@ -33,6 +33,7 @@ NOTES = "/api/v4/projects/42/merge_requests/7/notes"
         ({"Retry-After": "-3"}, 0, Delay(0.0, "Retry-After")),
         ({"Retry-After": "Fri, 15 Jan 2027 08:01:00 GMT"}, 0, Delay(60.0, "Retry-After")),
         ({"Retry-After": "Thu, 01 Jan 1970 00:00:00 GMT"}, 0, Delay(0.0, "Retry-After")),
+        ({"Retry-After": "Fri, 15 Jan 2027 08:00:30 -0000"}, 0, Delay(30.0, "Retry-After")),  # UTC, origin unknown
         ({"Retry-After": "1e999"}, 0, Delay(float("inf"), "Retry-After")),
         ({"Retry-After": "9" * 400}, 0, Delay(float("9" * 100), "Retry-After")),  # read as its first 100 digits
         ({"Retry-After": "nan"}, 3, Delay(0.8)),

@@ -175,7 +175,7 @@ def test_a_project_answer_with_bad_fields_is_used_for_what_is_sound(
     ("answer", "says"),
     [
         ([{"id": 42}], "error: GitLab's answer for project ml-team/training is a list, not an object"),
-        (Raw(b"<html>sign in</html>", "text/html"), "error: GitLab's answer for project ml-team/training is not JSON,"),
+        (Raw(b"<html>", "text/html"), "error: GitLab's answer for project ml-team/training is not JSON (text/html)"),
     ],
 )
 def test_a_project_answer_that_is_no_project_is_refused_in_one_line(

@@ -13,6 +13,7 @@ long, or a measured figure the spec refuses.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from infra.offline.stack_config import stack_file as stack_file_path  # infra.wo
 from infra.workload.job_entries import parse_time
 from infra.workload.mapping import routing_of
 from infra.workload.measure import (
+    Figure,
     measure,
     observed_days,
     render_comparison,
@@ -107,7 +109,6 @@ def _from_gitlab(
     args: argparse.Namespace, config: StackConfig, platform: Platform, path: Path, source: GitlabSource
 ) -> int:
     # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
-    from infra.workload import stack_file  # noqa: PLC0415
     from infra.workload.gitlab_jobs import Progress, ReadError, read_history  # noqa: PLC0415
 
     try:
@@ -142,11 +143,28 @@ def _from_gitlab(
     assumed = (config.get("platform") or {}).get("workload")
     figures = writable(workload_figures(measurement, assumed))
     _say("\n" + render_comparison(figures))
+    header = (
+        f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
+        f"({measurement.training_jobs} training jobs)\n"
+        f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
+    )
+    return _output(args, config, path, figures, header)
+
+
+def _output(args: argparse.Namespace, config: StackConfig, path: Path, figures: list[Figure], header: str) -> int:
+    """The `workload:` section with the figures: written into the stack file (`--write`) or printed, once the
+    spec accepts it; refused in one line otherwise, so that `plan` never refuses what this command wrote."""
+    from infra.workload import stack_file  # noqa: PLC0415 - ruamel.yaml: only this command pays for it
+
     try:
         document = stack_file.load(path)
         section = stack_file.apply(stack_file.platform_node(document, config.project), figures)
-        text = stack_file.dump(document)
-        refusal = _refusal(text, args.stack, path.name)
+        if args.write:
+            text = stack_file.dump(document)
+            refusal = _file_refusal(text, args.stack, path.name)
+        else:
+            plain = json.loads(json.dumps(section))  # the section as pasted: plain YAML values
+            refusal = _spec_refusal({**(config.get("platform") or {}), "workload": plain})
         if refusal:
             return _fail(f"the measured workload does not fit the spec, so nothing is written: {refusal}", 1)
         if args.write:
@@ -155,27 +173,29 @@ def _from_gitlab(
             return 0
     except stack_file.EditError as err:
         return _fail(f"{err}: nothing written")
-    header = (
-        f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
-        f"({measurement.training_jobs} training jobs)\n"
-        f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
-    )
     sys.stdout.write(stack_file.section_text(section, header))
     return 0
 
 
-def _refusal(text: str, stack: str, name: str) -> str:
-    """Why `plan` would refuse the stack file `text` (its first problem, one line), or "": the stack file is
-    loaded and its platform derived exactly as `plan` does, from a copy (the real file is not touched)."""
+def _file_refusal(text: str, stack: str, name: str) -> str:
+    """Why `plan` would refuse the stack file `text`, or "": it is loaded and its platform derived exactly as
+    `plan` does, from a copy (the real file is not touched)."""
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / name
         copy.write_text(text, encoding="utf-8")
         try:
-            load_platform(load_stack_config(stack, path=copy).get("platform"))
-        except (StackFileError, SpecError) as err:
-            lines = str(err).splitlines() or ["not a valid stack file"]
-            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-            return lines[0] + more
+            return _spec_refusal(load_stack_config(stack, path=copy).get("platform"))
+        except StackFileError as err:
+            return str(err)
+
+
+def _spec_refusal(platform: object) -> str:
+    """The spec's first problem with `platform` (one line, the others counted), or ""."""
+    try:
+        load_platform(platform)
+    except SpecError as err:
+        lines = str(err).splitlines() or ["not a valid spec"]
+        return lines[0] + (f" (and {len(lines) - 1} more)" if len(lines) > 1 else "")
     return ""
 
 
