@@ -242,7 +242,7 @@ class Ledger:
         if self.dropped:
             parts.append(f"{sum(self.dropped.values())} fields ({_tally(self.dropped)})")
         if self.duplicates:
-            parts.append(f"{self.duplicates} jobs listed twice (counted once)")
+            parts.append(f"{self.duplicates} job{'s' if self.duplicates > 1 else ''} listed twice (counted once)")
         return "skipped from GitLab's answers: " + "; ".join(parts) if parts else ""
 
 
