@@ -395,6 +395,19 @@ def _next_link(client: gitlab.Gitlab, response: requests.Response, what: str, nu
     return base + link[api.end(1) :] if api else link
 
 
+MAX_MESSAGES = 50
+
+
+def messages(value: object, limit: int = 500) -> list[str]:
+    """GitLab's list of messages (CI Lint's `errors`, `warnings`), each escaped and cut short, at most
+    MAX_MESSAGES; a value that is no list is one message, not one per character."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    shown = [printable(str(item), limit) for item in items[:MAX_MESSAGES]]
+    return shown + ([f"(and {len(items) - MAX_MESSAGES} more)"] if len(items) > MAX_MESSAGES else [])
+
+
 def gitlab_status(err: GitlabError, limit: int = 200) -> str:
     """`403 Forbidden`, `403 insufficient_scope`: the code once, then GitLab's message, escaped and cut short."""
     message = err.error_message

@@ -147,3 +147,32 @@ def test_a_client_sends_at_most_its_request_budget(gitlab: FakeGitLab) -> None:
         client.http_get("/user")
     assert str(over.value) == f"more than 3 requests to GitLab at {gitlab.url} in one run: stopped"
     assert len(gitlab.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("answer", "lines"),
+    [
+        ({"valid": False, "errors": "abc"}, ["error: abc"]),  # one message, not one per character
+        ({"valid": False, "errors": ["jobs \x1b[2J\nerror: forged"]}, ["error: jobs \\x1b[2J\\nerror: forged"]),
+        ({"valid": False, "errors": 5}, ["error: 5"]),
+        ([{"valid": True}] * 2000, None),  # not an object: python-gitlab's message quotes it whole
+    ],
+)
+def test_check_ci_online_shows_gitlabs_messages_escaped_and_short(
+    answer: Any, lines: list[str] | None, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = tmp_path / ".gitlab-ci.yml"
+    pipeline.write_text("lint: {script: [ruff]}\n", encoding="utf-8")
+    gitlab.answer = lambda method, path, query: (200, answer, {}) if path.endswith("/ci/lint") else None
+    args = [str(pipeline), "--online", "--gitlab-url", gitlab.url, "--project", "ml-team/training"]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GITLAB_TOKEN", "bot-token")
+        env.delenv("CI_JOB_TOKEN", raising=False)
+        assert main(["check-ci", *args]) == 2
+    err = capsys.readouterr().err.splitlines()
+    if lines is not None:
+        assert err == lines
+        return
+    [line] = err
+    assert line.startswith(f"error: GitLab at {gitlab.url} answered None: Attempted to initialize RESTObject")
+    assert len(line) < 400

@@ -18,6 +18,7 @@ from typing import Any
 
 from infra.cli import fail
 from infra.config.errors import SpecError
+from infra.documents import printable
 from infra.model import Platform, load_platform
 from infra.offline.stack_config import StackFileError, load_stack_config
 from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
@@ -88,6 +89,8 @@ class _OnlineError(Exception):
 
 def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env: Mapping[str, str]) -> CheckResult:
     """GitLab merges the pipeline (includes, extends, references); the same rules check the result."""
+    from infra.gitlab_api import messages  # noqa: PLC0415 - requests: the offline check must not pay for it
+
     token, job_token = env.get("GITLAB_TOKEN"), env.get("CI_JOB_TOKEN")
     if not (token or job_token):
         raise _OnlineError("--online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)")
@@ -95,14 +98,14 @@ def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env:
     project = args.project or platform.spec.gitlab.project
     content = path.read_text(encoding="utf-8")
     lint = _ci_lint(url, project, content, args.ref, token=token, job_token=None if token else job_token)
-    errors = [str(e) for e in lint.get("errors") or []]
+    errors = messages(lint.get("errors"))
     if errors or not lint.get("valid"):
         raise _OnlineError("\n".join(errors) or f"GitLab says {path.name} is not valid (and gives no reason)")
     merged = lint.get("merged_yaml")
     if not isinstance(merged, str):
         raise _OnlineError(f"GitLab's CI Lint answer for {project} holds no merged_yaml")
     pipeline = resolve_text(merged, f"{path.name} (merged by GitLab)")
-    pipeline.warnings[:0] = [f"GitLab: {w}" for w in lint.get("warnings") or []]
+    pipeline.warnings[:0] = [f"GitLab: {w}" for w in messages(lint.get("warnings"))]
     return check_resolved(pipeline, platform)
 
 
@@ -123,7 +126,7 @@ def _ci_lint(
     try:
         result = client.projects.get(project, lazy=True).ci_lint.create(data)
     except gitlab.exceptions.GitlabAuthenticationError as err:
-        raise _OnlineError(f"GitLab at {url} refused the token (401: {err.error_message})") from None
+        raise _OnlineError(f"GitLab at {url} refused the token (401: {printable(str(err.error_message))})") from None
     except gitlab.exceptions.GitlabError as err:
         code = err.response_code
         reasons = {
@@ -131,7 +134,8 @@ def _ci_lint(
             "Developer access)",
             404: f"GitLab at {url} has no project {project}, or the token cannot see it (404)",
         }
-        raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {err.error_message}")) from None
+        said = printable(str(err.error_message))
+        raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {said}")) from None
     except RefusedAnswer as err:  # another host, an answer over budget, a lasting 429
         raise _OnlineError(str(err)) from None
     except requests.exceptions.RequestException as err:
