@@ -23,6 +23,7 @@ from infra.__main__ import main
 from infra.config.platform import load_spec
 from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
 from infra.workload import gitlab_jobs
+from infra.workload.job_entries import read_job
 
 FINISHED = [job for job in sorted(HISTORY, key=lambda job: -job["id"]) if job["status"] != "skipped"]
 """The history newest first, as the jobs list with its scope serves it."""
@@ -126,6 +127,46 @@ def test_bad_entries_and_fields_are_skipped_and_counted_in_one_line(
         "8 fields (2 duration: not between 0 and 31 days, 2 runner: not an object, 1 duration: not a number, "
         "1 queued_duration: not between 0 and 31 days, 2 more (2 other reasons)); 2 jobs listed twice (counted once)"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("duration", 10**400, "duration: not between 0 and 31 days"),  # no float() of it: it has none
+        ("duration", -(10**400), "duration: not between 0 and 31 days"),
+        ("duration", float("nan"), "duration: not between 0 and 31 days"),
+        ("duration", float("inf"), "duration: not between 0 and 31 days"),
+        ("duration", True, "duration: not a number"),
+        ("queued_duration", 31 * 86_400 + 1, "queued_duration: not between 0 and 31 days"),
+        ("started_at", "0001-01-01T00:00:00+01:00", "started_at: out of range"),
+        ("started_at", "2026-11-29", "started_at: a time without a timezone"),
+        ("failure_reason", "\x1b[31mred", "failure_reason: not a GitLab failure reason (a snake_case word)"),
+        ("tag_list", ["x" * 256], "tag_list: not a list of tags (strings of at most 255 characters)"),
+        ("runner", {"id": 2**63}, "runner.id: not a positive integer"),
+        ("runner", {"id": 3, "description": ["k8s"]}, "runner.description: not a string of at most 1024 characters"),
+        ("pipeline", {"id": -1}, "pipeline.id: not a positive integer"),
+        ("stage", 5, "stage: not a string of at most 255 characters"),
+    ],
+)
+def test_a_field_gitlab_got_wrong_is_dropped_with_its_reason(key: str, value: Any, reason: str) -> None:
+    job, dropped = read_job({**_lint_job(), key: value})
+    assert job is not None
+    assert dropped == [reason]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("id", 0, "id: not a positive integer"),
+        ("id", True, "id: not a positive integer"),
+        ("name", "x" * 256, "name: not a string of at most 255 characters"),
+        ("status", None, "status: not a GitLab job status"),
+        ("created_at", "9" * 100, "created_at: not a timestamp"),
+        ("created_at", "0001-01-01T00:00:00+01:00", "created_at: out of range"),
+    ],
+)
+def test_an_entry_without_its_essentials_is_no_job(key: str, value: Any, reason: str) -> None:
+    assert read_job({**_lint_job(), key: value}) == (None, [reason])
 
 
 @pytest.mark.parametrize(
