@@ -14,7 +14,8 @@ Every request goes through `PinnedSession`, which bounds what one run can cost a
 - **rate limits**: a 429 is waited out here, not by python-gitlab (whose `int(Retry-After)` crashes on an HTTP
   date or `1.5` and sleeps as long as `RateLimit-Reset` says): `Retry-After` as seconds (fractional, negative
   read as 0) or an HTTP date, else `RateLimit-Reset`, else a short backoff; never past `MAX_WAIT_SECONDS`, at
-  most `MAX_RETRIES` times in a row.
+  most `MAX_RETRIES` times in a row. Other answers reach python-gitlab without those two headers, so its
+  retry of a 5xx backs off on its own short, bounded schedule.
 - **requests per run**: at most `MAX_REQUESTS` per client; a list is read `list_pages` at a time, at most
   `MAX_PAGES` pages, and a page already read (same link, same content) stops it.
 
@@ -58,6 +59,7 @@ ANSWER_SECONDS = 120
 MAX_LINK = 2_048
 """Characters of a next-page link."""
 _CHUNK = 64 << 10
+_WAIT_HEADERS = ("Retry-After", "RateLimit-Reset")
 _YEAR = 365 * 86_400.0
 _EPOCH_2001 = 978_307_200
 """`RateLimit-Reset` below this is a number of seconds (the IETF draft), above it a Unix time (GitLab)."""
@@ -209,6 +211,10 @@ class PinnedSession(requests.Session):
                 )
             response = super().send(request, **kwargs)
             if response.status_code != 429:
+                # python-gitlab retries a 5xx itself (`retry_transient_errors`) and would read these with `int()`
+                # and sleep as long as they say: without them it backs off 0.1 s, doubling, a few times.
+                for header in _WAIT_HEADERS:
+                    response.headers.pop(header, None)
                 return response
             self._wait_out(response, attempt)
             attempt += 1

@@ -176,3 +176,22 @@ def test_check_ci_online_shows_gitlabs_messages_escaped_and_short(
     [line] = err
     assert line.startswith(f"error: GitLab at {gitlab.url} answered None: Attempted to initialize RESTObject")
     assert len(line) < 400
+
+
+def test_a_5xx_with_a_wait_header_python_gitlab_cannot_read_is_retried_on_its_short_backoff(
+    gitlab: FakeGitLab,
+) -> None:
+    """mr-note lets python-gitlab retry a 503; python-gitlab would `int()` this Retry-After (ValueError) or
+    sleep until 9999: the header does not reach it, and it retries after 0.1 s."""
+    answered: list[str] = []
+
+    def once_unavailable(method: str, path: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]] | None:
+        if path.endswith("/merge_requests/7") and not answered:
+            answered.append(path)
+            return 503, {"message": "503 Service Unavailable"}, {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}
+        return None
+
+    gitlab.answer = once_unavailable
+    outcome = upsert_note(Target(gitlab.url, "42", 7), "bot-token", "<!-- m", "body", user_id=BOT.user_id, create=True)
+    assert outcome.action == "created"
+    assert len([r for r in gitlab.requests if r.path.endswith("/merge_requests/7")]) == 2
