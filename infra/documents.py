@@ -238,6 +238,17 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def printable(text: str, limit: int = 200) -> str:
+    """Untrusted text (a GitLab answer's message, a job's name) for one line of a terminal or a log: cut at
+    `limit` characters, and every control or format character escaped (`\\x1b`, `\\n`, `\\u202e`), so a value
+    can neither forge a line, move the cursor, nor reorder what follows it."""
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def _why(err: BaseException) -> str:
     return (err.strerror if isinstance(err, OSError) and err.strerror else str(err).splitlines()[0])[:200]
 

@@ -5,7 +5,9 @@ It speaks what GitLab speaks to python-gitlab: `PRIVATE-TOKEN` authentication, `
 (`POST`) and updated (`PUT`). Like GitLab it answers 401 to an unknown token, 403 `insufficient_scope` to a
 token without the `api` scope that writes, 403 to a user editing someone else's note, 404 to an unknown
 merge request. Every request is recorded, so tests can say what was (not) sent. The review block (at the
-end) answers what `mr-note` asks about its token: its expiry and scopes, and its user's role.
+end) answers what `mr-note` asks about its token: its expiry and scopes, and its user's role. The CI job
+history block serves `workload --from-gitlab`, and can answer as a broken or hostile server would (`Raw`
+bodies of any size or type, endless or circular pages, odd rate-limit headers).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +23,14 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+
+@dataclass(frozen=True)
+class Raw:
+    """An answer's body as bytes (any content, any type), or chunks written until the client stops reading."""
+
+    data: bytes | Iterator[bytes]
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,11 @@ class FakeGitLab:
     url: str = ""
     redirect_to: str | None = None
     """Answer every request with a 302 to this base URL (another host: no token may follow)."""
+    bytes_sent: int = 0
+    """Body bytes written to clients (a body the client stops reading is cut short)."""
+    answer: Callable[[str, str, dict[str, str]], tuple[int, Any, dict[str, str]] | None] | None = None
+    """Asked first, after the token is checked, with (method, path, query): an answer (status, JSON value or
+    `Raw`, headers) instead of the fake's own, or None to let it answer."""
     _next_id: int = 1000
     _clock: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -103,6 +119,9 @@ _NOTE = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/merge_requests/(?P<iid
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    disable_nagle_algorithm = True
+    """Headers and body go out as two writes: with Nagle's algorithm the body waits for the client's delayed
+    ACK (40 ms on Linux), and every request of every test would pay it."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `FakeGitLab.requests` instead."""
@@ -125,14 +144,21 @@ class _Handler(BaseHTTPRequestHandler):
         with state._lock:
             state.requests.append(Request(method, parts.path, query, body, self.headers.get("PRIVATE-TOKEN")))
             status, payload, headers = self._route(state, method, parts.path, query, body)
-        data = json.dumps(payload).encode()
+        raw = payload if isinstance(payload, Raw) else Raw(json.dumps(payload).encode())
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Type", raw.content_type)
+        if isinstance(raw.data, bytes):
+            self.send_header("Content-Length", str(len(raw.data)))
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        chunks = [raw.data] if isinstance(raw.data, bytes) else raw.data
+        try:
+            for chunk in chunks:
+                self.wfile.write(chunk)
+                state.bytes_sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: what a bounded client does
+            self.close_connection = True
 
     def _route(  # noqa: PLR0911, PLR0912 - one branch per endpoint and per refusal, like the API it fakes
         self, state: FakeGitLab, method: str, path: str, query: dict[str, str], body: dict[str, Any] | None
@@ -153,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
                 },
                 {},
             )
+        if state.answer is not None and (answer := state.answer(method, path, query)):
+            return answer
         if state.ci_history is not None and (answer := route_ci_history(state.ci_history, self, method, path)):
             return answer
         if method == "GET" and path == "/api/v4/user":
@@ -378,6 +406,19 @@ class CiHistory:
     """A fixed `rel="next"` URL instead of the next page's (a link off GitLab's API path)."""
     redirect_jobs_to: str | None = None
     """Answer the jobs list with a 302 to this URL (another host)."""
+    # Hostile answers, as a broken or malicious GitLab (or something that is not GitLab) would give them.
+    project_answer: Any = None
+    """The answer to `GET /projects/:id` instead of the project's (a JSON value, or `Raw`)."""
+    page_of: Callable[[int], Any] | None = None
+    """The answer for page n of the jobs list instead of `jobs` (a JSON value, or `Raw`); with it, every page
+    links a next one up to `last_page` (None: without end)."""
+    last_page: int | None = None
+    next_page_of: Callable[[int], int] | None = None
+    """The page number page n links as next (`lambda n: 2`: the same page forever)."""
+    rate_limit_headers: dict[str, str] | None = None
+    """The headers of the 429 answers instead of `Retry-After: <retry_after>`."""
+    page_headers: dict[str, str] = field(default_factory=dict)
+    """Headers added to (or replacing) those of every jobs page (a `Link` of its own)."""
 
 
 _PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
@@ -401,6 +442,8 @@ def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal
         return None
     if unquote(match["project"]) not in (str(history.project_id), history.project_path):
         return 404, {"message": "404 Project Not Found"}, {}
+    if match.re is _PROJECT and history.project_answer is not None:
+        return 200, history.project_answer, {}
     if match.re is _PROJECT:
         return (
             200,
@@ -415,8 +458,15 @@ def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal
         return 302, {"message": "moved"}, {"Location": history.redirect_jobs_to + path}
     if history.rate_limit > 0:
         history.rate_limit -= 1
-        return 429, {"message": "Retry later"}, {"Retry-After": str(history.retry_after)}
+        headers = history.rate_limit_headers
+        return (
+            429,
+            {"message": "Retry later"},
+            {"Retry-After": str(history.retry_after)} if headers is None else headers,
+        )
     query = parse_qs(urlsplit(handler.path).query)
+    if history.page_of is not None:
+        return _hostile_page(history, handler, path, query)
     scopes = set(query.get("scope[]", []))
     jobs = sorted((job for job in history.jobs if not scopes or job["status"] in scopes), key=lambda job: -job["id"])
     per_page = min(int(query.get("per_page", ["20"])[-1]), 100)
@@ -438,7 +488,20 @@ def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal
         headers["X-Prev-Page"] = str(page - 1)
         links.insert(0, f'<{link(page - 1)}>; rel="prev"')
     headers["Link"] = ", ".join(links)
-    return 200, chunk, headers
+    return 200, chunk, {**headers, **history.page_headers}
+
+
+def _hostile_page(
+    history: CiHistory, handler: _Handler, path: str, query: dict[str, list[str]]
+) -> tuple[int, Any, dict[str, str]]:
+    """Page n as `page_of(n)` says, linking the page `next_page_of(n)` (default n + 1) up to `last_page`."""
+    assert history.page_of is not None
+    page = int(query.get("page", ["1"])[-1])
+    headers = {"X-Page": str(page)}
+    if history.last_page is None or page < history.last_page:
+        following = history.next_page_of(page) if history.next_page_of else page + 1
+        headers["Link"] = f'<http://{handler.headers["Host"]}{path}?page={following}&per_page=100>; rel="next"'
+    return 200, history.page_of(page), {**headers, **history.page_headers}
 
 
 # --- the server ----------------------------------------------------------------------------------------

@@ -138,6 +138,14 @@ def test_a_project_younger_than_the_window_is_observed_since_its_creation() -> N
     assert observed_days(since, UNTIL, None) == 14
 
 
+def test_a_project_is_no_younger_than_its_first_job() -> None:
+    """GitLab saying the project was created after jobs of the window ran: the first job's time counts."""
+    since = UNTIL - timedelta(days=14)
+    assert observed_days(since, UNTIL, UNTIL - timedelta(days=1), UNTIL - timedelta(days=3)) == 3
+    assert observed_days(since, UNTIL, UNTIL - timedelta(days=5), UNTIL - timedelta(days=3)) == 5
+    assert observed_days(since, UNTIL, None, UNTIL - timedelta(days=3)) == 14
+
+
 def test_gitlab_timestamps_parse_with_z_or_an_offset() -> None:
     job = Job.from_api(_job(1, "x", 1, created_at="2026-11-29T01:00:00.000+01:00"))
     assert job.created_at == datetime(2026, 11, 29, tzinfo=UTC)

@@ -26,7 +26,7 @@ from infra.cli import fail
 from infra.config.credentials import redact_credentials
 from infra.config.errors import SpecError
 from infra.documents import PIPELINE_FILE as PIPELINE_BUDGET
-from infra.documents import DocumentError, read_text
+from infra.documents import DocumentError, printable, read_text
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackFileError, load_stack_config
 from infra.pipeline.resolve import ResolveError, resolve_file, resolve_text
@@ -121,6 +121,8 @@ class _OnlineError(Exception):
 
 def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env: Mapping[str, str]) -> CheckResult:
     """GitLab merges the pipeline (includes, extends, references); the same rules check the result."""
+    from infra.gitlab_api import messages  # noqa: PLC0415 - requests: the offline check must not pay for it
+
     token, job_token = env.get("GITLAB_TOKEN"), env.get("CI_JOB_TOKEN")
     if not (token or job_token):
         raise _OnlineError("--online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)")
@@ -131,14 +133,14 @@ def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env:
     except DocumentError as err:
         raise _OnlineError(str(err)) from None
     lint = _ci_lint(url, project, content, args.ref, token=token, job_token=None if token else job_token)
-    errors = [str(e) for e in lint.get("errors") or []]
+    errors = messages(lint.get("errors"))
     if errors or not lint.get("valid"):
         raise _OnlineError(*(errors or [f"GitLab says {path.name} is not valid (and gives no reason)"]))
     merged = lint.get("merged_yaml")
     if not isinstance(merged, str):
         raise _OnlineError(f"GitLab's CI Lint answer for {project} holds no merged_yaml")
     pipeline = resolve_text(merged, f"{path.name} (merged by GitLab)")
-    pipeline.warnings[:0] = [f"GitLab: {w}" for w in lint.get("warnings") or []]
+    pipeline.warnings[:0] = [f"GitLab: {w}" for w in messages(lint.get("warnings"))]
     return check_resolved(pipeline, platform)
 
 
@@ -150,7 +152,7 @@ def _ci_lint(
     import gitlab  # noqa: PLC0415
     import requests  # noqa: PLC0415
 
-    from infra.gitlab_api import OffHostRequest, connect  # noqa: PLC0415
+    from infra.gitlab_api import RefusedAnswer, connect  # noqa: PLC0415
 
     client = connect(url, private_token=token, job_token=job_token)
     data: dict[str, Any] = {"content": content, "dry_run": True, "include_jobs": True}
@@ -159,7 +161,7 @@ def _ci_lint(
     try:
         result = client.projects.get(project, lazy=True).ci_lint.create(data)
     except gitlab.exceptions.GitlabAuthenticationError as err:
-        raise _OnlineError(f"GitLab at {url} refused the token (401: {err.error_message})") from None
+        raise _OnlineError(f"GitLab at {url} refused the token (401: {printable(str(err.error_message))})") from None
     except gitlab.exceptions.GitlabError as err:
         code = err.response_code
         reasons = {
@@ -167,8 +169,9 @@ def _ci_lint(
             "Developer access)",
             404: f"GitLab at {url} has no project {project}, or the token cannot see it (404)",
         }
-        raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {err.error_message}")) from None
-    except OffHostRequest as err:
+        said = printable(str(err.error_message))
+        raise _OnlineError(reasons.get(code or 0, f"GitLab at {url} answered {code}: {said}")) from None
+    except RefusedAnswer as err:  # another host, an answer over budget, a lasting 429
         raise _OnlineError(str(err)) from None
     except requests.exceptions.RequestException as err:
         reason = err.__class__.__name__

@@ -4,14 +4,19 @@ Reads the last `--days` days of jobs of the stack's training project (`platform.
 or `--gitlab-url`/`--project`) with the token in $GITLAB_TOKEN (scope `read_api`), sorts them into
 profiles, prints the report and the "assumed vs measured" table on stderr and the `workload:` section,
 ready to paste, on stdout; `--write` puts it into `Pulumi.<stack>.yaml` instead, keeping its comments.
-Exit 2: bad stack config, token or project; exit 1: GitLab unreachable or rate-limiting too long.
+Everything GitLab answers is checked (`infra.gitlab_api`, `infra.workload.job_entries`), every line printed is
+escaped, and the edited stack file must load as `plan` loads it before anything is written or printed.
+Exit 2: bad stack config, token, project or GitLab answer; exit 1: GitLab unreachable or rate-limiting too
+long, or a measured figure the spec refuses.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,14 +24,16 @@ from pathlib import Path
 
 from infra.cli import fail
 from infra.config.errors import SpecError
+from infra.documents import printable
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
 from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
+from infra.workload.job_entries import parse_time
 from infra.workload.mapping import routing_of
 from infra.workload.measure import (
+    Figure,
     measure,
     observed_days,
-    parse_time,
     render_comparison,
     render_report,
     workload_figures,
@@ -34,6 +41,9 @@ from infra.workload.measure import (
 )
 
 TOKEN_VARIABLE = "GITLAB_TOKEN"
+MAX_DAYS = 366
+"""A year of history at most: the jobs list's page budget (infra.gitlab_api.MAX_PAGES) would not cover more."""
+MAX_LINE = 2_000
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -65,16 +75,20 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         return fail("say where to measure from: --from-gitlab (the only source so far)")
     if args.days < 1:
         return fail(f"--days {args.days}: give at least 1 day")
+    if args.days > MAX_DAYS:
+        return fail(f"--days {args.days}: at most {MAX_DAYS} days (a year) are read at once; --until reads older ones")
     try:
         until = _until(args.until)
-    except ValueError:
-        return fail(f"--until {args.until!r}: not an ISO date or time like 2026-11-30 or 2026-11-30T12:00")
+        since = until - timedelta(days=args.days)
+    except (ValueError, OverflowError):
+        return fail(
+            f"--until {printable(str(args.until), 60)!r}: not an ISO date or time like 2026-11-30 or 2026-11-30T12:00"
+        )
     token = env.get(TOKEN_VARIABLE, "")
     if not token:
         return fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
     url = args.gitlab_url or platform.spec.gitlab.url
     project = args.project or platform.spec.gitlab.project
-    since = until - timedelta(days=args.days)
 
     return _from_gitlab(args, config, platform, path, GitlabSource(url, project, token, since, until, args.days))
 
@@ -95,52 +109,104 @@ def _from_gitlab(
     args: argparse.Namespace, config: StackConfig, platform: Platform, path: Path, source: GitlabSource
 ) -> int:
     # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
-    from infra.workload import stack_file  # noqa: PLC0415
     from infra.workload.gitlab_jobs import Progress, ReadError, read_history  # noqa: PLC0415
 
     try:
         history = read_history(source.url, source.project, source.token, source.since, progress=Progress(sys.stderr))
     except ReadError as err:
-        return fail(str(err), err.exit_code)
-    days = observed_days(source.since, source.until, history.created_at)
+        return _fail(str(err), err.exit_code)
+    in_window = [job.created_at for job in history.jobs if source.since <= job.created_at < source.until]
+    days = observed_days(source.since, source.until, history.created_at, min(in_window, default=None))
     measurement = measure(
         history.jobs, routing_of(platform), source.since, source.until, days, runner_tags=history.runner_tags
     )
+    skipped = history.ledger.summary()
     if measurement.seen == 0:
-        print(
-            f"workload: no job in {history.project} in the last {source.days} days: nothing measured", file=sys.stderr
-        )
+        _say(f"workload: no job in {history.project} in the last {source.days} days: nothing measured")
+        if skipped:
+            _say(f"note: {skipped}")
         return 0
-    sys.stderr.write(
+    _say(
         render_report(
             measurement, history.project, {pool: r.poll_timeout_seconds for pool, r in platform.runners.items()}
         )
     )
-    if history.runner_note:
-        print(f"note: {history.runner_note}", file=sys.stderr)
+    for note in (history.runner_note, skipped):
+        if note:
+            _say(f"note: {note}")
     if measurement.training_jobs == 0:
-        print(
+        _say(
             f"workload: none of the {measurement.seen} jobs is a training job (no profile's runner, tags or "
-            "family matched): nothing written",
-            file=sys.stderr,
+            "family matched): nothing written"
         )
         return 0
     assumed = (config.get("platform") or {}).get("workload")
     figures = writable(workload_figures(measurement, assumed))
-    sys.stderr.write("\n" + render_comparison(figures))
-    document = stack_file.load(path)
-    section = stack_file.apply(stack_file.platform_node(document, config.project), figures)
-    if args.write:
-        stack_file.write(path, document)
-        print(f"workload: wrote platform.workload into {path}", file=sys.stderr)
-        return 0
+    _say("\n" + render_comparison(figures))
     header = (
         f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
         f"({measurement.training_jobs} training jobs)\n"
         f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
     )
+    return _output(args, config, path, figures, header)
+
+
+def _output(args: argparse.Namespace, config: StackConfig, path: Path, figures: list[Figure], header: str) -> int:
+    """The `workload:` section with the figures: written into the stack file (`--write`) or printed, once the
+    spec accepts it; refused in one line otherwise, so that `plan` never refuses what this command wrote."""
+    from infra.workload import stack_file  # noqa: PLC0415 - ruamel.yaml: only this command pays for it
+
+    try:
+        document = stack_file.load(path)
+        section = stack_file.apply(stack_file.platform_node(document, config.project), figures)
+        if args.write:
+            text = stack_file.dump(document)
+            refusal = _file_refusal(text, args.stack, path.name)
+        else:
+            plain = json.loads(json.dumps(section))  # the section as pasted: plain YAML values
+            refusal = _spec_refusal({**(config.get("platform") or {}), "workload": plain})
+        if refusal:
+            return _fail(f"the measured workload does not fit the spec, so nothing is written: {refusal}", 1)
+        if args.write:
+            stack_file.write(path, text)
+            _say(f"workload: wrote platform.workload into {path}")
+            return 0
+    except stack_file.EditError as err:
+        return _fail(f"{err}: nothing written")
     sys.stdout.write(stack_file.section_text(section, header))
     return 0
+
+
+def _file_refusal(text: str, stack: str, name: str) -> str:
+    """Why `plan` would refuse the stack file `text`, or "": it is loaded and its platform derived exactly as
+    `plan` does, from a copy (the real file is not touched)."""
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / name
+        copy.write_text(text, encoding="utf-8")
+        try:
+            return _spec_refusal(load_stack_config(stack, path=copy).get("platform"))
+        except StackFileError as err:
+            return str(err)
+
+
+def _spec_refusal(platform: object) -> str:
+    """The spec's first problem with `platform` (one line, the others counted), or ""."""
+    try:
+        load_platform(platform)
+    except SpecError as err:
+        lines = str(err).splitlines() or ["not a valid spec"]
+        return lines[0] + (f" (and {len(lines) - 1} more)" if len(lines) > 1 else "")
+    return ""
+
+
+def _say(text: str) -> None:
+    """Lines on stderr, each escaped: what GitLab said (a project's path, a reason) cannot forge or garble one."""
+    for line in text.splitlines() or [""]:
+        print(printable(line, MAX_LINE), file=sys.stderr)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    return fail(printable(message, MAX_LINE), code)
 
 
 def _until(text: str | None) -> datetime:

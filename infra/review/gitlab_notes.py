@@ -25,7 +25,7 @@ import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
-from infra.gitlab_api import OffHostRequest, connect, gitlab_status
+from infra.gitlab_api import RefusedAnswer, connect, gitlab_status, list_pages
 
 JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
@@ -163,7 +163,7 @@ def _translated(target: Target) -> Iterator[None]:
         ) from None
     except GitlabError as err:
         raise NoteError(explain(err, target)) from None
-    except OffHostRequest as err:
+    except RefusedAnswer as err:  # another host, an answer over budget, a lasting 429, paging in circles
         raise NoteError(str(err)) from None
     except requests.RequestException as err:
         raise NoteError(f"cannot reach GitLab at {target.url}: {err}") from None
@@ -186,20 +186,37 @@ def upsert_note(
             return Outcome(
                 "stale", detail=f"the merge request is at {mr.sha[:12]} now, this pipeline ran {head_sha[:12]}"
             )
-        ours = [
-            note
-            for note in mr.notes.list(iterator=True, per_page=100, sort="asc", order_by="created_at")
-            if not note.system and note.author["id"] == user_id and note.body.startswith(marker)
-        ]
+        notes = list_pages(
+            client,
+            f"/projects/{quote(target.project, safe='')}/merge_requests/{target.mr_iid}/notes",
+            {"per_page": 100, "sort": "asc", "order_by": "created_at"},
+            what=f"the notes of {target.describe()}",
+        )
+        ours = [note for page in notes for note in page if _ours(note, user_id, marker)]
         if not ours:
             if not create:
                 return Outcome("skipped")
             return Outcome("created", mr.notes.create({"body": body}).id)
         note = ours[0]
-        if note.body == body:
-            return Outcome("unchanged", note.id)
-        mr.notes.update(note.id, {"body": body})
-        return Outcome("updated", note.id)
+        if note["body"] == body:
+            return Outcome("unchanged", note["id"])
+        mr.notes.update(note["id"], {"body": body})
+        return Outcome("updated", note["id"])
+
+
+def _ours(note: object, user_id: int, marker: str) -> bool:
+    """A note of the list (an entry GitLab answered, any shape) written by `user_id` that starts with `marker`."""
+    if not isinstance(note, dict) or note.get("system") is not False:
+        return False
+    author, body, note_id = note.get("author"), note.get("body"), note.get("id")
+    return (
+        isinstance(author, dict)
+        and author.get("id") == user_id
+        and isinstance(body, str)
+        and body.startswith(marker)
+        and isinstance(note_id, int)
+        and not isinstance(note_id, bool)
+    )
 
 
 def explain(err: GitlabError, target: Target) -> str:

@@ -1,32 +1,37 @@
 """Read a project's recent jobs through python-gitlab (`GET /projects/:id`, then `GET /projects/:id/jobs`).
 
 GitLab lists a project's jobs newest first (descending id), page by page (`page`/`per_page`, a `Link`
-header with rel="next"); reading stops at the first job created before the window. The jobs list is
-rate-limited by GitLab: a 429 is waited out as its `Retry-After` says, a few times at most, with one
-line on stderr each time. Every refusal becomes a `ReadError` whose message is one line saying what to do.
-Imported only by `python -m infra workload`: python-gitlab is slow to import.
+header with rel="next"); reading stops at the first page that reaches back before the window. The client
+(`infra.gitlab_api`) bounds every answer, the pages and the 429 waits, and sends the token to the configured
+host only; the entries are checked one by one (`job_entries.Ledger`). Every refusal becomes a `ReadError`
+whose message is one line saying what to do. Imported only by `python -m infra workload`: python-gitlab is
+slow to import.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
+from urllib.parse import quote
 
 import gitlab
 import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
-from infra.gitlab_api import OffHostRequest, connect, gitlab_status
-from infra.workload.measure import FINISHED, parse_time
+from infra.documents import printable
+from infra.gitlab_api import MAX_PAGES, BadAnswer, RefusedAnswer, connect, get_object, gitlab_status, list_pages
+from infra.workload.job_entries import MAX_TEXT, FieldError, Job, Ledger, aware_time, tag_list
+from infra.workload.measure import FINISHED
 
 SCOPES = tuple(sorted(FINISHED))
 """Job statuses read: the ones that ran (or failed to). Skipped, manual and created jobs are not load."""
 SCOPE_ADVICE = "reading a project's jobs needs a token with the `read_api` scope and role Reporter or higher"
-MAX_RETRIES = 5
-MAX_WAIT_SECONDS = 120
+MAX_RUNNER_LOOKUPS = 64
+"""Runners whose tags are asked for (`GET /runners/:id`), those that ran the most jobs first; one per pool is
+what the platform has (at most 32 pools)."""
 
 
 class ReadError(Exception):
@@ -42,13 +47,16 @@ class History:
     """The jobs read, newest first, and what was learnt about the project on the way."""
 
     project: str
+    """The project's path as GitLab names it (or as given, if GitLab's answer does not say), escaped."""
     created_at: datetime | None
-    jobs: list[dict[str, Any]] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
     pages: int = 0
     runner_tags: dict[int, tuple[str, ...]] = field(default_factory=dict)
     """Tags of the runners that ran the jobs, where the token may read them (`GET /runners/:id`)."""
     runner_note: str = ""
     """Why runner tags are missing, if they are."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """What was skipped from GitLab's answers, and why."""
 
 
 class Progress:
@@ -80,34 +88,6 @@ class Progress:
         self.shown = False
 
 
-class _RateLimitNotice:
-    """A requests response hook: says on stderr that GitLab rate-limits and how long python-gitlab will wait."""
-
-    def __init__(self, say: Callable[[str], None], max_retries: int, max_wait: int) -> None:
-        self.say, self.max_retries, self.max_wait = say, max_retries, max_wait
-        self.in_row = 0
-
-    def __call__(self, response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
-        if response.status_code != 429:
-            self.in_row = 0
-            return response
-        self.in_row += 1
-        if self.in_row > self.max_retries:
-            return response  # python-gitlab gives up now: GitlabHttpError 429
-        after = response.headers.get("Retry-After", "")
-        if after.isdigit() and int(after) > self.max_wait:
-            raise ReadError(
-                f"GitLab's rate limit (HTTP 429) asks to wait {after} s, more than {self.max_wait} s: try again later",
-                exit_code=1,
-            )
-        wait = f"{after} s as Retry-After asks" if after.isdigit() else "a moment"
-        self.say(
-            f"GitLab rate limit (HTTP 429) on {response.request.path_url.split('?')[0]}: waiting {wait}, "
-            f"then retrying ({self.in_row} of at most {self.max_retries})"
-        )
-        return response
-
-
 def read_history(
     url: str,
     project: str,
@@ -116,83 +96,115 @@ def read_history(
     *,
     progress: Progress | None = None,
     per_page: int = 100,
-    max_retries: int = MAX_RETRIES,
-    max_wait: int = MAX_WAIT_SECONDS,
+    max_pages: int | None = None,
 ) -> History:
-    """The project's jobs created since `since` (and the first older page's remainder), newest first."""
+    """The project's jobs created since `since` (and the first older page's remainder), newest first; at most
+    `max_pages` pages (default MAX_PAGES)."""
     progress = progress or Progress()
-    notice = _RateLimitNotice(progress.say, max_retries, max_wait)
-    client = connect(url, private_token=token, hooks=[notice])
+    client = connect(url, private_token=token, notice=progress.say)
+    shown = printable(project, 120)
     try:
-        remote = client.projects.get(project, max_retries=max_retries)
-        created = remote.attributes.get("created_at")
-        history = History(
-            str(remote.attributes.get("path_with_namespace") or project), parse_time(created) if created else None
+        answer = get_object(client, f"/projects/{quote(project, safe='')}", f"project {shown}")
+        history, jobs_path = _project(answer, project)
+        pages = list_pages(
+            client,
+            jobs_path,
+            {"scope[]": list(SCOPES), "per_page": per_page},
+            what=f"GitLab's list of the jobs of {history.project}",
+            advice="read a shorter window (--days, --until)",
+            max_pages=max_pages or MAX_PAGES,
         )
-        listing = remote.jobs.list(iterator=True, per_page=per_page, scope=list(SCOPES), max_retries=max_retries)
-        for job in listing:
-            attributes = job.attributes
-            history.jobs.append(attributes)
-            oldest = parse_time(attributes["created_at"])
-            if len(history.jobs) % per_page == 1 or per_page == 1:
-                # Every page but the last holds `per_page` jobs: this is the first job of a new page.
-                history.pages += 1
-                progress(
-                    f"reading jobs of {history.project}: page {history.pages}, "
-                    f"back to {oldest:%Y-%m-%d %H:%M} UTC ({len(history.jobs) - 1} jobs read)"
-                )
-            if oldest < since:
+        for number, page in enumerate(pages, 1):
+            jobs = [job for entry in page if (job := history.ledger.read(entry)) is not None]
+            history.pages = number
+            if page:
+                back = f", back to {jobs[0].created_at:%Y-%m-%d %H:%M} UTC" if jobs else ", no usable job on it"
+                progress(f"reading jobs of {history.project}: page {number}{back} ({len(history.jobs)} jobs read)")
+            history.jobs += jobs
+            if any(job.created_at < since for job in jobs):
                 break
-        _read_runner_tags(client, history, max_retries)
+        _read_runner_tags(client, history)
         return history
     except GitlabAuthenticationError as err:
         raise ReadError(
             f"GitLab rejected the token ({gitlab_status(err)}): expired, revoked or mistyped; {SCOPE_ADVICE}"
         ) from None
     except GitlabError as err:
-        raise ReadError(*_explain(err, url, project, max_retries)) from None
-    except OffHostRequest as err:
-        raise ReadError(str(err)) from None
+        raise ReadError(*_explain(err, url, shown)) from None
+    except RefusedAnswer as err:
+        raise ReadError(str(err), err.exit_code) from None
     except requests.RequestException as err:
-        raise ReadError(f"cannot reach GitLab at {url}: {err}", exit_code=1) from None
+        raise ReadError(f"cannot reach GitLab at {url}: {printable(str(err))}", exit_code=1) from None
     finally:
         progress.done()
 
 
-def _read_runner_tags(client: gitlab.Gitlab, history: History, max_retries: int) -> None:
+def _project(answer: dict[str, Any], asked: str) -> tuple[History, str]:
+    """The project's path, creation time and jobs list path, each from its answer where sound (else dropped:
+    the project is then named, and its jobs asked for, as it was asked for)."""
+    ledger = Ledger()
+    path = answer.get("path_with_namespace")
+    if not (isinstance(path, str) and 0 < len(path) <= MAX_TEXT):
+        ledger.drop("project path_with_namespace: not a string of at most 1024 characters")
+        path = asked
+    created: datetime | None = None
+    if answer.get("created_at") is not None:
+        try:
+            created = aware_time(answer["created_at"], "project created_at")
+        except FieldError as bad:
+            ledger.drop(str(bad))
+    project_id = answer.get("id")
+    if isinstance(project_id, bool) or not isinstance(project_id, int) or project_id <= 0:
+        ledger.drop("project id: not a positive integer")
+        jobs_path = f"/projects/{quote(asked, safe='')}/jobs"
+    else:
+        jobs_path = f"/projects/{project_id}/jobs"
+    return History(printable(path, 120), created, ledger=ledger), jobs_path
+
+
+def _read_runner_tags(client: gitlab.Gitlab, history: History) -> None:
     """Each runner's tags (one request per runner): with one runner per pool they name the pool.
 
     GitLab shows a project runner's details to Maintainers only; a Reporter's token gets 403, and the
     runners are then known by their description alone (the job list carries no runner tags).
     """
-    ids = sorted({job["runner"]["id"] for job in history.jobs if job.get("runner") and "id" in job["runner"]})
+    counts = Counter(job.runner_id for job in history.jobs if job.runner_id is not None)
+    ids = [runner_id for runner_id, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
     refused: list[tuple[int | None, str]] = []
-    for runner_id in ids:
+    for runner_id in ids[:MAX_RUNNER_LOOKUPS]:
         try:
-            runner = client.runners.get(runner_id, max_retries=max_retries)
+            runner = get_object(client, f"/runners/{runner_id}", f"runner {runner_id}")
+            history.runner_tags[runner_id] = tag_list(runner.get("tag_list") or [], "runner tag_list")
         except GitlabError as err:
             if err.response_code not in (403, 404):
                 raise
             refused.append((err.response_code, gitlab_status(err)))
-            continue
-        history.runner_tags[runner_id] = tuple(runner.attributes.get("tag_list") or ())
+        except BadAnswer:
+            history.ledger.drop("runner: not a usable answer")
+        except FieldError as bad:
+            history.ledger.drop(str(bad))
+    notes = []
     if refused:
         why = "; GitLab shows a project runner's details to Maintainers" if any(c == 403 for c, _ in refused) else ""
-        history.runner_note = (
+        notes.append(
             f"the tags of {len(refused)} of {len(ids)} runners are not readable ({refused[0][1]}{why}): "
             "those runners are known by their description"
         )
+    if len(ids) > MAX_RUNNER_LOOKUPS:
+        notes.append(
+            f"{len(ids)} runners ran these jobs: the tags of the {MAX_RUNNER_LOOKUPS} that ran the most were read, "
+            "the others are known by their description"
+        )
+    history.runner_note = "; ".join(notes)
 
 
-def _explain(err: GitlabError, url: str, project: str, max_retries: int) -> tuple[str, int]:
+def _explain(err: GitlabError, url: str, project: str) -> tuple[str, int]:
     message = gitlab_status(err)
     body = err.response_body.decode("utf-8", "replace") if isinstance(err.response_body, bytes) else ""
-    if err.response_code == 403 and "insufficient_scope" in f"{message} {body}":
+    if err.response_code == 403 and "insufficient_scope" in f"{message} {body[:10_000]}":
         return f"the token lacks the `read_api` scope (GitLab answered 403 insufficient_scope): {SCOPE_ADVICE}", 2
     if err.response_code == 403:
         return f"GitLab refused to list the jobs of {project} ({message}): {SCOPE_ADVICE}", 2
     if err.response_code == 404:
         return f"project {project} not found on {url}, or not visible to the token ({message})", 2
-    if err.response_code == 429:
-        return f"GitLab still rate-limits (HTTP 429) after {max_retries} retries: try again later", 1
     return f"GitLab answered {message} for project {project} on {url}", 1

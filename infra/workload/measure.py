@@ -1,8 +1,8 @@
 """The workload measured from GitLab jobs: per profile, jobs per day, durations, queueing, failures (pure).
 
-Input is the jobs as GitLab's REST API returns them (`GET /projects/:id/jobs`); output is the figures of
-`platform.workload` (`infra/config/workload.py`) and a report a platform engineer can read. Durations are
-minutes rounded to 0.1; percentiles are nearest-rank, so every figure is one some job actually had.
+Input is the jobs of GitLab's REST API (`GET /projects/:id/jobs`) as `job_entries` checked them; output is the
+figures of `platform.workload` (`infra/config/workload.py`) and a report a platform engineer can read. Durations
+are minutes rounded to 0.1; percentiles are nearest-rank, so every figure is one some job actually had.
 """
 
 from __future__ import annotations
@@ -15,66 +15,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from infra.render.text import render_table
-from infra.workload.mapping import JobFacts, Routing, profile_of
+from infra.workload.job_entries import Job
+from infra.workload.mapping import Routing, profile_of
 
 NOT_TRAINING = "not a training job"
 RUNNER_SYSTEM_FAILURE = "runner_system_failure"
 FINISHED = frozenset({"success", "failed", "canceled"})
 """Job statuses that say something about the load; `skipped`, `manual` and `created` never ran."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """The fields of one GitLab job the measurement uses."""
-
-    id: int
-    name: str
-    status: str
-    created_at: datetime
-    started_at: datetime | None = None
-    duration: float | None = None
-    """Seconds running (GitLab's `duration`), for a job that started."""
-    queued_duration: float | None = None
-    """Seconds pending before a runner took it (GitLab's `queued_duration`)."""
-    failure_reason: str | None = None
-    tags: tuple[str, ...] = ()
-    runner_description: str | None = None
-    runner_id: int | None = None
-    pipeline_id: int | None = None
-    stage: str = ""
-
-    @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> Job:
-        runner = data.get("runner") or {}
-        pipeline = data.get("pipeline") or {}
-        return cls(
-            id=int(data["id"]),
-            name=str(data.get("name") or ""),
-            status=str(data.get("status") or ""),
-            created_at=parse_time(data["created_at"]),
-            started_at=parse_time(data["started_at"]) if data.get("started_at") else None,
-            duration=_number(data.get("duration")),
-            queued_duration=_number(data.get("queued_duration")),
-            failure_reason=data.get("failure_reason"),
-            tags=tuple(data.get("tag_list") or ()),
-            runner_description=runner.get("description") if runner else None,
-            runner_id=runner.get("id") if runner else None,
-            pipeline_id=pipeline.get("id"),
-            stage=str(data.get("stage") or ""),
-        )
-
-    def facts(self, runner_tags: Mapping[int, tuple[str, ...]] | None = None) -> JobFacts:
-        tags = (runner_tags or {}).get(self.runner_id, ()) if self.runner_id is not None else ()
-        return JobFacts(self.name, self.tags, self.runner_description, tags)
-
-
-def parse_time(text: str) -> datetime:
-    """GitLab's ISO 8601 timestamps (`2026-11-30T10:00:00.000Z`, or with an offset), timezone-aware."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
+MAX_REASONS_SHOWN = 5
+"""Failure reasons a row names; the rest are counted together."""
 
 
 def percentile(values: Iterable[float], pct: int) -> float | None:
@@ -176,8 +125,13 @@ def measure(
     return result
 
 
-def observed_days(since: datetime, until: datetime, project_created: datetime | None) -> float:
-    """The window's length in days, cut to the project's age when it is younger than the window."""
+def observed_days(
+    since: datetime, until: datetime, project_created: datetime | None, first_job: datetime | None = None
+) -> float:
+    """The window's length in days, cut to the project's age when it is younger than the window. A project is no
+    younger than its first job: a creation time after it (GitLab's mistake) gives way to the job's."""
+    if project_created is not None and first_job is not None:
+        project_created = min(project_created, first_job)
     start = max(since, project_created) if project_created is not None else since
     return max((until - start) / timedelta(days=1), 1 / 24)
 
@@ -264,8 +218,11 @@ def _pair(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{low:.1f} / {high:.1f}"
 
 
-def _failures(counter: Counter[str]) -> str:
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(counter.items(), key=lambda i: (-i[1], i[0])))
+def _failures(counter: Counter[str], shown: int = MAX_REASONS_SHOWN) -> str:
+    ordered = sorted(counter.items(), key=lambda i: (-i[1], i[0]))
+    text = ", ".join(f"{count} {reason}" for reason, count in ordered[:shown])
+    rest = sum(count for _, count in ordered[shown:])
+    return text + (f", {rest} of {len(ordered) - shown} other reasons" if rest else "")
 
 
 def render_report(measurement: Measurement, project: str, poll_timeouts: Mapping[str, int] | None = None) -> str:

@@ -2,7 +2,8 @@
 
 Only the keys measured are replaced (`batches_per_day`, each profile's `jobs_per_day` and
 `minutes_per_job`); `gpu_utilization`, `baseline`, comments and everything outside `workload:` stay as
-they are. A profile or a section that is not there yet is added at the end of its mapping.
+they are. A profile or a section that is not there yet is added at the end of its mapping. The command checks
+the edited text (`dump`) against the spec before it writes it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.error import YAMLError
 
+from infra.documents import STACK_FILE, DocumentError, read_text
 from infra.workload.measure import Figure
 
 SECTION_INDENT = 4
@@ -28,19 +31,29 @@ def _yaml() -> YAML:
     return yaml
 
 
+class EditError(ValueError):
+    """The stack file cannot be edited (unreadable, or not shaped like a stack file); one line."""
+
+
 def load(path: Path) -> Any:
-    return _yaml().load(path.read_text(encoding="utf-8"))
+    """The stack file as a round-trip document, read within the stack-file budget."""
+    try:
+        return _yaml().load(read_text(path, STACK_FILE))
+    except DocumentError as err:
+        raise EditError(str(err)) from None
+    except (YAMLError, RecursionError) as err:
+        raise EditError(f"{path.name}: cannot be edited: {str(err).splitlines()[0][:200]}") from None
 
 
 def platform_node(document: Any, project: str) -> CommentedMap:
     """The `platform` mapping of a stack document (`<project>:platform`, or `platform`)."""
     config = document.get("config") if isinstance(document, dict) else None
     if not isinstance(config, dict):
-        raise KeyError("no `config:` mapping in the stack file")
+        raise EditError("no `config:` mapping in the stack file")
     for key in (f"{project}:platform", "platform"):
         if isinstance(config.get(key), dict):
             return config[key]
-    raise KeyError(f"no `{project}:platform` in the stack file's config")
+    raise EditError(f"no `{project}:platform` in the stack file's config")
 
 
 def apply(platform: CommentedMap, figures: list[Figure]) -> CommentedMap:
@@ -68,7 +81,15 @@ def section_text(section: CommentedMap, header: str) -> str:
     return "".join(f"{pad}# {line}\n" for line in header.splitlines()) + body
 
 
-def write(path: Path, document: Any) -> None:
+def dump(document: Any) -> str:
+    """The stack file's text with the edits: what `write` puts in the file, to check before it does."""
     out = io.StringIO()
     _yaml().dump(document, out)
-    path.write_text(out.getvalue(), encoding="utf-8")
+    return out.getvalue()
+
+
+def write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise EditError(f"{path.name}: cannot be written ({err.strerror or err})") from None

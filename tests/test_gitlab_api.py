@@ -1,0 +1,197 @@
+"""The bounds `infra.gitlab_api` puts on every GitLab client: what a 429 may ask, what an answer may cost, how far
+a list may page, how many requests a run may send, and how GitLab's text is shown.
+
+The three clients (`workload`, `mr-note`, `check-ci --online`) each meet a hostile answer from
+tests/fake_gitlab.py here; `tests/test_workload_answers.py` goes through the workload's answers in detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_gitlab import FakeGitLab, Raw, Token, running
+
+from infra.__main__ import main
+from infra.documents import printable
+from infra.gitlab_api import BadAnswer, Delay, OverBudget, connect, list_pages, retry_delay
+from infra.review.gitlab_notes import NoteError, Target, upsert_note
+
+NOW = 1_800_000_000.0
+"""2027-01-15 08:00 UTC, as a Unix time."""
+BOT = Token(user_id=900, username="project_42_bot", scopes=frozenset({"api"}))
+NOTES = "/api/v4/projects/42/merge_requests/7/notes"
+
+
+@pytest.mark.parametrize(
+    ("headers", "attempt", "delay"),
+    [
+        ({"Retry-After": "7"}, 0, Delay(7.0, "Retry-After")),
+        ({"Retry-After": " 2.5 "}, 0, Delay(2.5, "Retry-After")),
+        ({"Retry-After": "-3"}, 0, Delay(0.0, "Retry-After")),
+        ({"Retry-After": "Fri, 15 Jan 2027 08:01:00 GMT"}, 0, Delay(60.0, "Retry-After")),
+        ({"Retry-After": "Thu, 01 Jan 1970 00:00:00 GMT"}, 0, Delay(0.0, "Retry-After")),
+        ({"Retry-After": "Fri, 15 Jan 2027 08:00:30 -0000"}, 0, Delay(30.0, "Retry-After")),  # UTC, origin unknown
+        ({"Retry-After": "1e999"}, 0, Delay(float("inf"), "Retry-After")),
+        ({"Retry-After": "9" * 400}, 0, Delay(float("9" * 100), "Retry-After")),  # read as its first 100 digits
+        ({"Retry-After": "nan"}, 3, Delay(0.8)),
+        ({"Retry-After": "Fri, 99 Foo 2027"}, 0, Delay(0.1)),
+        ({"Retry-After": "soon", "RateLimit-Reset": str(int(NOW) + 90)}, 0, Delay(90.0, "RateLimit-Reset")),
+        ({"RateLimit-Reset": "45"}, 0, Delay(45.0, "RateLimit-Reset")),  # seconds (the IETF draft), not a time
+        ({"RateLimit-Reset": str(int(NOW) - 90)}, 0, Delay(0.0, "RateLimit-Reset")),
+        ({"RateLimit-Reset": "tomorrow"}, 1, Delay(0.2)),
+        ({}, 20, Delay(102.4)),  # the backoff stops doubling
+    ],
+)
+def test_retry_delay_reads_every_form_and_never_goes_negative(
+    headers: dict[str, str], attempt: int, delay: Delay
+) -> None:
+    assert retry_delay(headers, attempt, NOW) == delay
+
+
+def test_printable_escapes_what_would_forge_or_garble_a_line() -> None:
+    assert printable("train-dqn") == "train-dqn"
+    assert printable("a\nerror: b\x1b[2J\r\u202e\x00") == "a\\nerror: b\\x1b[2J\\r\\u202e\\x00"
+    assert printable("x" * 300, 10) == "x" * 10 + "…"
+
+
+@pytest.fixture
+def gitlab() -> Iterator[FakeGitLab]:
+    state = FakeGitLab(
+        tokens={"bot-token": BOT}, projects={"42": 42, "ml-team/training": 42}, merge_requests={(42, 7): "a" * 40}
+    )
+    with running(state) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+
+
+def _pages(url: str, *bodies: Any) -> Any:
+    """An `answer` hook serving the notes list as `bodies` (page n is bodies[n-1]), each linking the next."""
+
+    def answer(method: str, path: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]] | None:
+        if method != "GET" or path != NOTES:
+            return None
+        page = int(query.get("page", "1"))
+        headers = {}
+        if page < len(bodies):
+            headers["Link"] = f'<{url}{NOTES}?page={page + 1}&per_page=100>; rel="next"'
+        return 200, bodies[min(page, len(bodies)) - 1], headers
+
+    return answer
+
+
+def _note(note_id: int, body: str = "other") -> dict[str, Any]:
+    return {"id": note_id, "body": body, "author": {"id": BOT.user_id}, "system": False}
+
+
+def test_a_list_is_read_page_by_page_within_its_budget(gitlab: FakeGitLab) -> None:
+    client = connect(gitlab.url, private_token="bot-token")
+    gitlab.answer = _pages(gitlab.url, [_note(1)], [_note(2)], [_note(3)])
+    assert [len(page) for page in list_pages(client, NOTES.removeprefix("/api/v4"), {}, what="notes")] == [1, 1, 1]
+    with pytest.raises(BadAnswer) as over:
+        list(list_pages(client, NOTES.removeprefix("/api/v4"), {}, what="the notes", max_pages=2))
+    assert str(over.value) == "the notes: more than 2 pages: stopped"
+
+
+@pytest.mark.parametrize(
+    ("bodies", "says"),
+    [
+        (([_note(1)], [_note(1)]), "page 2 is page 1 again: GitLab's paging goes round"),
+        (({"1": _note(1)},), "page 1 is an object, not a list"),
+        (([_note(1), 5, "x", {"id": True, "body": "<!-- gpu-ci", "author": 900, "system": False}],), None),
+    ],
+)
+def test_mr_note_reads_the_notes_within_the_shared_bounds(
+    bodies: tuple[Any, ...], says: str | None, gitlab: FakeGitLab
+) -> None:
+    """Circular pages, a list that is a mapping: one NoteError line; entries of any shape are never ours."""
+    gitlab.answer = _pages(gitlab.url, *bodies)
+    target = Target(gitlab.url, "42", 7)
+    if says is None:
+        outcome = upsert_note(target, "bot-token", "<!-- gpu-ci", "new", user_id=BOT.user_id, create=False)
+        assert outcome.action == "skipped"
+        return
+    with pytest.raises(NoteError) as refused:
+        upsert_note(target, "bot-token", "<!-- gpu-ci", "new", user_id=BOT.user_id, create=True)
+    assert str(refused.value) == f"the notes of merge request !7 of project 42 on {gitlab.url}: {says}"
+    assert gitlab.writes() == []
+
+
+def test_check_ci_online_refuses_an_answer_over_the_budget_in_one_line(
+    gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITLAB_TOKEN", "bot-token")
+    monkeypatch.delenv("CI_JOB_TOKEN", raising=False)
+    pipeline = tmp_path / ".gitlab-ci.yml"
+    pipeline.write_text("lint: {script: [ruff]}\n", encoding="utf-8")
+    gitlab.answer = lambda method, path, query: (200, Raw(b'{"valid": ' + b"[" * 5000 + b"]" * 5000 + b"}"), {})
+    args = [str(pipeline), "--online", "--gitlab-url", gitlab.url, "--project", "ml-team/training"]
+    assert main(["check-ci", *args]) == 2
+    assert capsys.readouterr().err == (
+        "error: GitLab's answer to POST /api/v4/projects/ml-team%2Ftraining/ci/lint: nested more than 32 levels "
+        "deep, not a GitLab answer\n"
+    )
+
+
+def test_a_client_sends_at_most_its_request_budget(gitlab: FakeGitLab) -> None:
+    client = connect(gitlab.url, private_token="bot-token", max_requests=3)
+    for _ in range(3):
+        client.http_get("/user")
+    with pytest.raises(OverBudget) as over:
+        client.http_get("/user")
+    assert str(over.value) == f"more than 3 requests to GitLab at {gitlab.url} in one run: stopped"
+    assert len(gitlab.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("answer", "lines"),
+    [
+        ({"valid": False, "errors": "abc"}, ["error: abc"]),  # one message, not one per character
+        ({"valid": False, "errors": ["jobs \x1b[2J\nerror: forged"]}, ["error: jobs \\x1b[2J\\nerror: forged"]),
+        ({"valid": False, "errors": 5}, ["error: 5"]),
+        ([{"valid": True}] * 2000, None),  # not an object: python-gitlab's message quotes it whole
+    ],
+)
+def test_check_ci_online_shows_gitlabs_messages_escaped_and_short(
+    answer: Any, lines: list[str] | None, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = tmp_path / ".gitlab-ci.yml"
+    pipeline.write_text("lint: {script: [ruff]}\n", encoding="utf-8")
+    gitlab.answer = lambda method, path, query: (200, answer, {}) if path.endswith("/ci/lint") else None
+    args = [str(pipeline), "--online", "--gitlab-url", gitlab.url, "--project", "ml-team/training"]
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("GITLAB_TOKEN", "bot-token")
+        env.delenv("CI_JOB_TOKEN", raising=False)
+        assert main(["check-ci", *args]) == 2
+    err = capsys.readouterr().err.splitlines()
+    if lines is not None:
+        assert err == lines
+        return
+    [line] = err
+    assert line.startswith(f"error: GitLab at {gitlab.url} answered None: Attempted to initialize RESTObject")
+    assert len(line) < 400
+
+
+def test_a_5xx_with_a_wait_header_python_gitlab_cannot_read_is_retried_on_its_short_backoff(
+    gitlab: FakeGitLab,
+) -> None:
+    """mr-note lets python-gitlab retry a 503; python-gitlab would `int()` this Retry-After (ValueError) or
+    sleep until 9999: the header does not reach it, and it retries after 0.1 s."""
+    answered: list[str] = []
+
+    def once_unavailable(method: str, path: str, query: dict[str, str]) -> tuple[int, Any, dict[str, str]] | None:
+        if path.endswith("/merge_requests/7") and not answered:
+            answered.append(path)
+            return 503, {"message": "503 Service Unavailable"}, {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}
+        return None
+
+    gitlab.answer = once_unavailable
+    outcome = upsert_note(Target(gitlab.url, "42", 7), "bot-token", "<!-- m", "body", user_id=BOT.user_id, create=True)
+    assert outcome.action == "created"
+    assert len([r for r in gitlab.requests if r.path.endswith("/merge_requests/7")]) == 2
