@@ -244,7 +244,7 @@ SPEC_CASES = [
     ),
     Bad(
         "workload-without-duration",
-        drop("workload", "profiles", "rl", "minutes_per_job"),
+        set_("workload", "profiles", "rl", value={"jobs_per_day": 12}),
         "platform.workload.profiles.rl={jobs_per_day: 12}: give kinds, or both jobs_per_day and minutes_per_job "
         "(minutes_per_job is missing)",
     ),
@@ -818,11 +818,11 @@ GUARD_CASES = [
     ),
     Bad(
         "job-timeout-shorter-than-an-attempt",
-        set_("runner", "job_timeout", value="60m"),
-        "platform.runner.job_timeout='60m': cannot hold an attempt on pool ci-training: its poll_timeout 49 min "
-        "(runner.node_wait_tolerance=2h over 3 attempts, cold start 15 min) + its longest job 54 min "
-        "(platform.workload.profiles.supervised.minutes_per_job, on a full node); raise the timeout to more than "
-        "104 min, or lower the tolerance",
+        set_("runner", "job_timeout", value="3h"),
+        "platform.runner.job_timeout='3h': cannot hold an attempt on pool ci-compile: its poll_timeout 49 min "
+        "(runner.node_wait_tolerance=2h over 3 attempts, cold start 15 min) + its longest job 153 min (from "
+        "platform.workload.profiles.rl.kinds.hyperopt.minutes_p90, on a full node); raise the timeout to more than "
+        "202 min, or lower the tolerance",
     ),
     Bad(
         "tolerance-past-a-day",

@@ -64,7 +64,7 @@ def test_registration_is_a_tagged_project_runner(
             "untagged": False,
             "locked": True,
             "accessLevel": "not_protected",
-            "maximumTimeout": 3 * 3600,
+            "maximumTimeout": 3 * 3600 + 30 * 60,  # 3h30m: the 147-min hyperopt trial and a 49-min wait
         }
         assert "token" in registration.options["additional_secret_outputs"]
         assert values[0]["ci-compile"] == registration.id

@@ -6,6 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from support.specs import with_legacy_workload
 
 from infra.model.platform import load_platform
 from infra.model.prices import price_rows
@@ -26,7 +27,7 @@ def test_split_evenly() -> None:
 
 def test_the_workload_becomes_bursts_spread_over_every_day_of_the_week(dev_platform: dict[str, Any]) -> None:
     """Profiles without kinds: the day gpu-ci simulated before, seven times (3 bursts, 8 h apart)."""
-    jobs = workload_jobs(load_platform(dev_platform))
+    jobs = workload_jobs(load_platform(with_legacy_workload(dev_platform)))
     assert len(jobs) == 7 * 36
     assert sorted({job.created_minute for job in jobs}) == [
         day * 1440 + hour for day in range(7) for hour in (0, 480, 960)
@@ -37,8 +38,9 @@ def test_the_workload_becomes_bursts_spread_over_every_day_of_the_week(dev_platf
     assert {job.minutes for job in jobs if job.profile == "supervised"} == {40}
 
 
-def test_dev_stack_day_by_hand(dev_platform: dict[str, Any]) -> None:
-    cost = simulate_week(load_platform(dev_platform))
+def test_a_legacy_day_by_hand(dev_platform: dict[str, Any]) -> None:
+    """The dev stack's profiles with the profile-level workload: each of the week's days computed by hand."""
+    cost = simulate_week(load_platform(with_legacy_workload(dev_platform)))
     assert cost is not None
     pools = {p.pool: p for p in cost.pools}
     # ci-compile, per burst: 4 RL jobs, 2 per L4; node ready at 15, two rounds of 30 min: empty at 75, removed 80.
@@ -77,7 +79,7 @@ def test_the_design_claim_about_l4_prices(dev_platform: dict[str, Any]) -> None:
 
 
 def test_report_shows_new_against_old(dev_platform: dict[str, Any]) -> None:
-    platform = load_platform(dev_platform)
+    platform = load_platform(with_legacy_workload(dev_platform))
     report = render_report(platform, simulate_week(platform))
     assert "new setup                                                      13.9774" in report
     assert "old: L40S-1-48G, one job at a time, always on + idle L4-1-24G  54.1780" in report
@@ -88,6 +90,7 @@ def test_report_shows_new_against_old(dev_platform: dict[str, Any]) -> None:
 def test_a_day_the_old_setup_cannot_hold(dev_platform: dict[str, Any]) -> None:
     """96 x 45 min = 72 h of serial work a day: the old node's queue never drains; the new pools keep up, since
     jobs beyond a pool's slots wait in GitLab, not as Pending pods."""
+    with_legacy_workload(dev_platform)
     dev_platform["workload"]["batches_per_day"] = 12  # bursts 2 h apart
     dev_platform["workload"]["profiles"]["supervised"].update(jobs_per_day=96, minutes_per_job=45)
     platform = load_platform(dev_platform)

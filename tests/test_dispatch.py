@@ -145,8 +145,8 @@ def test_a_pipeline_past_the_engines_caps_is_refused_naming_the_file(
         (["--cold-start", "9" * 5000], f"error: --cold-start='{'9' * 39}…': {NOT_A_NUMBER}"),
         (["--cold-start", "100000"], "error: --cold-start=100000: must be 0-1440 minutes"),
         (
-            ["--day", "--orders", "200", "--single-runner", "--set", "workload.profiles.rl.jobs_per_day=100"],
-            "error: --orders=200 --single-runner: 402 run(s) of 160 jobs = 64320 simulated jobs, above the budget "
+            ["--week", "--orders", "200", "--single-runner"],
+            "error: --orders=200 --single-runner: 402 run(s) of 216 jobs = 86832 simulated jobs, above the budget "
             "of 50000 per command: fewer orders, or a smaller pipeline",
         ),
     ],

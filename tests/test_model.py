@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support.specs import add_h100_pool
+from support.specs import add_h100_pool, with_legacy_workload
 
 from infra.config.errors import SpecError
 from infra.job_overrides import pool_selector
@@ -113,13 +113,14 @@ def test_ambiguous_routing_is_refused_at_the_key(dev_platform: dict[str, Any], e
 def test_a_job_timeout_that_cannot_hold_an_attempt_is_refused(dev_platform: dict[str, Any]) -> None:
     """The job timeout counts the wait for a node: each attempt's poll_timeout plus the pool's longest job (as
     it runs on a full node: the supervised 40 min x 4 jobs x 0.34 GPU = 54.4 min) must fit in it."""
+    with_legacy_workload(dev_platform)
     dev_platform["runner"]["job_timeout"] = "100m"
     with pytest.raises(SpecError) as caught:
         load_platform(dev_platform)
     assert str(caught.value) == (
         "platform.runner.job_timeout='100m': cannot hold an attempt on pool ci-training: its poll_timeout 49 min "
         "(runner.node_wait_tolerance=2h over 3 attempts, cold start 15 min) + its longest job 54 min "
-        "(platform.workload.profiles.supervised.minutes_per_job, on a full node); raise the timeout to more than "
+        "(from platform.workload.profiles.supervised.minutes_per_job, on a full node); raise the timeout to more than "
         "104 min, or lower the tolerance"
     )
     dev_platform["runner"]["node_wait_tolerance"] = "1h"  # 3 x 29 min: 29 + 54.4 < 100

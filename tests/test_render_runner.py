@@ -217,7 +217,7 @@ def test_helm_values_are_the_design(dev_platform: dict[str, Any], pool: str, slo
     assert values["nodeSelector"] == {"k8s.scaleway.com/pool-name": "system"}  # the manager stays on the CPU node
     # An upgrade stops the old manager (drain) before the new one starts: never two managers over one pool.
     assert values["strategy"] == {"type": "Recreate"}
-    assert values["terminationGracePeriodSeconds"] == 3 * 3600 + 300  # drain the longest job, then some
+    assert values["terminationGracePeriodSeconds"] == 3 * 3600 + 30 * 60 + 300  # drain the longest job, then some
     (command,) = [values["deploymentLifecycle"]["preStop"]["exec"]["command"]]
     assert command[:2] == ["/bin/sh", "-c"] and "kill -QUIT" in command[2]
     assert values["podLabels"] == {"gpu-ci/role": "manager", "gpu-ci/pool": pool}

@@ -18,7 +18,7 @@ def test_dev_stack_sections_are_the_design(dev_platform: dict[str, Any]) -> None
     assert (spec.runner.namespace, spec.runner.chart_version) == ("gitlab-runner", "0.86.0")
     assert (spec.default_pool(), spec.manager_pool()) == ("ci-compile", "system")
     assert spec.runner.tags == ("kapsule", "gpu")
-    assert spec.runner.job_timeout_seconds == 3 * 3600
+    assert spec.runner.job_timeout_seconds == 3 * 3600 + 30 * 60
     assert (spec.gitlab.project, spec.gitlab.runner_scope) == ("ml-team/training", "project")
     assert (spec.ci.templates_path, spec.ci.stage) == (".gitlab/ci/gpu-ci-templates.yml", "train")
     assert spec.ci.image == "${REGISTRY}/training:${CI_COMMIT_SHA}"

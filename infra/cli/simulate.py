@@ -34,7 +34,7 @@ from infra.render.change import compare
 from infra.render.text import format_eur, render_table
 from infra.sim.arrivals import week_jobs
 from infra.sim.platform_scenario import PlannedJob
-from infra.sim.scenario import MAX_JOBS
+from infra.sim.scenario import MAX_JOBS, MAX_MINUTES
 from infra.sim.week import CostReport, simulate_week
 from infra.sim.what_if import Knobs, Row, Setting, changed_platform, comparison, scenario_rows
 
@@ -59,6 +59,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--upgrade-at", metavar="MIN", help="upgrade every manager at this minute")
     parser.add_argument("--single-runner", action="store_true", help="also the former single-runner layout")
     parser.add_argument(
+        "--stockout",
+        action="append",
+        default=[],
+        metavar="POOL:A-B",
+        help="the pool's scale-ups fail from minute A to minute B (nodes come after B); repeatable",
+    )
+    parser.add_argument(
         "--set",
         action="append",
         default=[],
@@ -77,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
         jobs = _jobs(platform, args)
         changed = changed_platform(raw, args.settings) if args.settings else None
         changed_jobs = _jobs(changed[0], args) if changed else []
-        _check_budget(knobs, args, jobs, changed_jobs)
+        _check_budget(platform, knobs, args, jobs, changed_jobs)
     except (FileNotFoundError, SpecError, ValueError) as err:
         return fail(str(err))
     if not jobs or (changed and not changed_jobs):
@@ -115,7 +122,25 @@ def _knobs(args: argparse.Namespace) -> Knobs:
     for flag, value in (("--cold-start", cold_start), ("--upgrade-at", upgrade_at)):
         if value is not None and not 0 <= value <= 24 * 60:
             raise ValueError(f"{flag}={value}: must be 0-1440 minutes")
-    return Knobs(cold_start=cold_start, slower=slower, orders=args.orders, upgrade_at=upgrade_at)
+    stockouts: dict[str, tuple[tuple[Fraction, Fraction], ...]] = {}
+    for text in args.stockout:
+        pool, window = _stockout(text)
+        stockouts[pool] = (*stockouts.get(pool, ()), window)
+    return Knobs(cold_start=cold_start, slower=slower, orders=args.orders, upgrade_at=upgrade_at, stockouts=stockouts)
+
+
+def _stockout(text: str) -> tuple[str, tuple[Fraction, Fraction]]:
+    """`ci-training:0-90` -> (pool, (0, 90)); ValueError naming the flag for anything else."""
+    pool, _, window = text.partition(":")
+    start_text, dash, end_text = window.partition("-")
+    shown = text if len(text) <= 60 else text[:59] + "…"
+    if not pool or not dash:
+        raise ValueError(f"--stockout={shown!r}: expected POOL:A-B, minutes from the start (ci-training:0-90)")
+    start, end = _number("--stockout", start_text), _number("--stockout", end_text)
+    assert start is not None and end is not None
+    if not start < end <= MAX_MINUTES:
+        raise ValueError(f"--stockout={shown!r}: the window must end after it starts, within {MAX_MINUTES} minutes")
+    return pool, (start, end)
 
 
 def _number(flag: str, text: str | None) -> Fraction | None:
@@ -134,9 +159,15 @@ def _number(flag: str, text: str | None) -> Fraction | None:
     return Fraction(f"{match['int']}.{match['frac'] or 0}")
 
 
-def _check_budget(knobs: Knobs, args: argparse.Namespace, jobs: list[PlannedJob], changed: list[PlannedJob]) -> None:
+def _check_budget(
+    platform: Platform, knobs: Knobs, args: argparse.Namespace, jobs: list[PlannedJob], changed: list[PlannedJob]
+) -> None:
     """Each scenario within the engine's caps (naming the file), the whole command within MAX_SIMULATED_JOBS."""
     source = f"--pipeline {args.pipeline}" if args.pipeline is not None else "the workload"
+    simulated = {pool.name for pool in platform.pools.values() if pool.runner}
+    for pool in knobs.stockouts:
+        if pool not in simulated:
+            raise ValueError(f"--stockout {pool}: not a GPU pool of the platform ({', '.join(sorted(simulated))})")
     for what, count in (("", len(jobs)), ("the changed spec: ", len(changed))):
         if count > MAX_JOBS:
             raise ValueError(f"{what}{source}: {count} jobs to simulate, the simulation takes at most {MAX_JOBS}")
@@ -181,20 +212,43 @@ def render_rows(
         f"manager upgrade at minute {knobs.upgrade_at}" if knobs.upgrade_at is not None else "no upgrade",
         f"{1 + knobs.orders} order(s), worst shown",
     ]
-    header = ("scenario", "failed", "makespan (min)", "bound (min)", "longest wait (min)", "GPU EUR")
+    shown += [f"{pool} stock-out {_window(windows)}" for pool, windows in sorted(knobs.stockouts.items())]
+    header = (
+        "scenario",
+        "failed",
+        "makespan (min)",
+        "bound (min)",
+        "longest wait (min)",
+        "MR wait p95",
+        "batch wait p95",
+        "GPU EUR",
+    )
     body = [
         (
             row.name,
             str(row.failed),
             f"{float(row.makespan):.1f}",
             f"{float(row.bound):.1f}",
-            "-" if row.longest_wait is None else f"{float(row.longest_wait):.1f}",
+            *("-" if value is None else f"{float(value):.1f}" for value in (row.longest_wait, row.merge_request_p95)),
+            "-" if row.batch_p95 is None else f"{float(row.batch_p95):.1f}",
             format_eur(row.eur),
         )
         for row in rows
     ]
     heading = f"Simulated {_jobs_text(platform, jobs)} on stack {stack!r}: {'; '.join(shown)}\n"
-    return heading + render_table(header, body) if table else heading
+    if not table:
+        return heading
+    notes = [
+        f"{row.name}: failed {', '.join(f'{n} {reason}' for reason, n in sorted(row.failed_by_reason.items()))}"
+        for row in rows
+        if row.failed
+    ]
+    notes += [f"{row.name}: {row.retried} attempts retried (counted once)" for row in rows if row.retried]
+    return heading + render_table(header, body) + "".join(f"{note}\n" for note in notes)
+
+
+def _window(windows: tuple[tuple[Fraction, Fraction], ...]) -> str:
+    return ", ".join(f"minutes {float(start):g}-{float(end):g}" for start, end in windows)
 
 
 def _job_counts(platform: Platform, jobs: list[PlannedJob]) -> dict[str, int]:

@@ -18,6 +18,7 @@ class T(StrEnum):
     RUNNERS = "gpu-ci:infra:GitlabRunner"
     """The runner fleet: the token of the single-runner days, kept so existing URNs stay (see cloud/runner.py)."""
     GITLAB_CI = "gpu-ci:infra:GitlabCi"
+    WARM = "gpu-ci:infra:WarmCapacity"
     VPC = "scaleway:network/vpc:Vpc"
     PRIVATE_NETWORK = "scaleway:network/privateNetwork:PrivateNetwork"
     CLUSTER = "scaleway:kubernetes/cluster:Cluster"
@@ -39,6 +40,12 @@ class T(StrEnum):
     NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
     CILIUM_NETWORK_POLICY = "kubernetes:cilium.io/v2:CiliumNetworkPolicy"
     HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+    PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+    DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+    CRON_JOB = "kubernetes:batch/v1:CronJob"
+    SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
+    ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+    ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 
 
 COMPONENT_PREFIX = "gpu-ci:infra:"
@@ -54,6 +61,8 @@ RUNNER_COMPONENT = "runner"
 RUNNER_TOKEN = T.RUNNERS.value
 CI_COMPONENT = "gitlab-ci"
 CI_TOKEN = T.GITLAB_CI.value
+WARM_COMPONENT = "warm"
+WARM_TOKEN = T.WARM.value
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "gpu-ci"}
 """Labels on every Kubernetes object gpu-ci creates."""

@@ -15,9 +15,17 @@ import pulumi
 from infra.cloud.gitlab_ci import GitlabCi, GitlabCiArgs
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
 from infra.cloud.kapsule import KapsuleCluster, KapsuleClusterArgs
-from infra.cloud.names import CI_COMPONENT, COMPONENT_NAME, GPU_SHARING_NAME, REGISTRY_COMPONENT, RUNNER_COMPONENT
+from infra.cloud.names import (
+    CI_COMPONENT,
+    COMPONENT_NAME,
+    GPU_SHARING_NAME,
+    REGISTRY_COMPONENT,
+    RUNNER_COMPONENT,
+    WARM_COMPONENT,
+)
 from infra.cloud.registry import ContainerRegistry, ContainerRegistryArgs
 from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
+from infra.cloud.warm import WarmCapacity, WarmCapacityArgs
 from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
 from infra.model.platform import Platform
 from infra.render.ci_templates import render_ci_templates
@@ -93,4 +101,11 @@ def build_platform(
             pulumi.ResourceOptions(providers=[kapsule.provider]),
         )
         outputs["gpu_sharing"] = {"config_map": sharing.config_map, "pool_keys": sharing.pool_keys}
+    if platform.warm:
+        warm = WarmCapacity(
+            WARM_COMPONENT,
+            WarmCapacityArgs(pools=platform.warm, settings=spec.warm_capacity, cilium=spec.cluster.cni == "cilium"),
+            pulumi.ResourceOptions(providers=[kapsule.provider]),
+        )
+        outputs["warm_capacity"] = {"deployments": warm.deployments, "schedules": warm.schedules}
     return outputs

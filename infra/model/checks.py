@@ -286,9 +286,11 @@ def _longest_job_minutes(spec: PlatformSpec, pool: Pool) -> tuple[float, str | N
         utilization = load.gpu_utilization or 0.0
         as_run = load.longest_minutes * max(1.0, utilization * pool.sharing.replicas_per_gpu)
         if as_run > longest:
-            kind = max(load.kinds.items(), key=lambda item: item[1].max_minutes)[0] if load.kinds else None
-            longest = as_run
-            key = ".".join(("workload", "profiles", name, *(("kinds", kind) if kind else ()), "minutes_per_job"))
+            longest, key = as_run, f"workload.profiles.{name}.minutes_per_job"
+            if load.kinds:
+                kind_name, kind = max(load.kinds.items(), key=lambda item: item[1].max_minutes)
+                field = "minutes_p90" if kind.minutes_p90 is not None else "minutes_per_job"
+                key = f"workload.profiles.{name}.kinds.{kind_name}.{field}"
     return longest, key
 
 
@@ -308,7 +310,7 @@ def _timeout_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Ma
     if not needs:
         return []
     _, pool, poll, longest, key = max(needs, key=lambda need: need[0])
-    jobs = f" + its longest job {longest:.0f} min (platform.{key}, on a full node)" if key else ""
+    jobs = f" + its longest job {longest:.0f} min (from platform.{key}, on a full node)" if key else ""
     return [
         Problem(
             key_path("runner", "job_timeout"),

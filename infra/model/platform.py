@@ -20,6 +20,7 @@ from infra.model.checks import derived_problems
 from infra.model.pools import Pool, derive_pool
 from infra.model.profiles import Profile, derive_profile
 from infra.model.runners import Runner, derive_runners
+from infra.model.warm import JOB_CLASS, WarmPool, derive_warm
 
 REGISTRY_HOST = "rg.{region}.scw.cloud"
 
@@ -36,6 +37,8 @@ class Platform:
     the runner of its held merge-request slots (`<pool>-mr`) if it has some."""
     default_pool: str
     manager_pool: str
+    warm: tuple[WarmPool, ...] = ()
+    """Pools with warm windows: their placeholders and the CronJobs that scale them (`infra.model.warm`)."""
     warnings: tuple[Problem, ...] = field(default=())
     """Valid, but worth a look before `up` (e.g. memory limits that overcommit a node)."""
 
@@ -60,6 +63,11 @@ class Platform:
             dict.fromkeys((f"{registry}/*", f"{registry}/**/*", self.spec.runner.default_image))
             | dict.fromkeys(self.spec.runner.allowed_images)
         )
+
+    def job_priority_class(self, runner: Runner) -> str | None:
+        """The PriorityClass of the runner's job pods: the jobs' class on a pool with warm windows (above the
+        placeholders', so a job preempts one), none elsewhere."""
+        return JOB_CLASS if any(warm.pool == runner.pool for warm in self.warm) else None
 
     def runners_of(self, pool: str) -> list[Runner]:
         return [runner for runner in self.runners.values() if runner.pool == pool]
@@ -103,5 +111,6 @@ def derive(spec: PlatformSpec) -> Platform:
         runners=runners,
         default_pool=default,
         manager_pool=manager,
+        warm=derive_warm(spec, pools),
         warnings=tuple(warnings),
     )

@@ -162,6 +162,12 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
     T.NETWORK_POLICY: ResourceType(("metadata", "spec"), _k8s_object_outputs),
     T.CILIUM_NETWORK_POLICY: ResourceType(("metadata", "spec"), _k8s_object_outputs),
     T.HELM_RELEASE: ResourceType(("name", "chart", "version", "namespace", "repositoryOpts"), _release_outputs),
+    T.PRIORITY_CLASS: ResourceType(("metadata", "value"), _k8s_object_outputs),
+    T.DEPLOYMENT: ResourceType(("metadata", "spec"), _k8s_object_outputs),
+    T.CRON_JOB: ResourceType(("metadata", "spec"), _k8s_object_outputs),
+    T.SERVICE_ACCOUNT: ResourceType(("metadata",), _k8s_object_outputs),
+    T.ROLE: ResourceType(("metadata", "rules"), _k8s_object_outputs),
+    T.ROLE_BINDING: ResourceType(("metadata", "roleRef", "subjects"), _k8s_object_outputs),
 }
 """What the mocks know of each provider resource type (`infra.cloud.names.T`); the components need none."""
 

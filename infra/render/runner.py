@@ -131,6 +131,8 @@ def runner_config(platform: Platform, runner: Runner) -> dict[str, Any]:
     }
     if spec.registry.needs_pull_secret:
         kubernetes["image_pull_secrets"] = [REGISTRY_PULL_SECRET_NAME]
+    if priority := platform.job_priority_class(runner):  # above the warm placeholders': a job preempts one
+        kubernetes["priority_class_name"] = priority
     entry: dict[str, Any] = {
         "executor": "kubernetes",
         "feature_flags": dict(FEATURE_FLAGS),

@@ -20,10 +20,10 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
 from infra.config.base import duration_seconds
-from infra.config.schedule import MINUTES_PER_WEEK
 from infra.config.workload import LEGACY_KIND, JobClass
 from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE, expand
+from infra.model.warm import week_spans
 from infra.sim.scenario import Minutes, Scenario, SimJob, SimPool, SimRunner, Upgrade
 
 if TYPE_CHECKING:
@@ -71,30 +71,8 @@ def _sim_pool(pool: Pool, unneeded: Fraction, after_add: Fraction) -> SimPool:
         scale_down_delay_after_add_minutes=after_add,
         mps=pool.sharing.caps_compute,
         gpu_replicas=pool.sharing.replicas_per_gpu,
-        warm_windows=warm_windows(pool),
+        warm_windows=tuple((Fraction(start), Fraction(end), nodes) for start, end, nodes in week_spans(pool)),
     )
-
-
-def warm_windows(pool: Pool) -> tuple[tuple[Minutes, Minutes, int], ...]:
-    """The pool's warm windows over the week, each started a cold start early (the nodes are ready at `from`);
-    one that would start before Monday 00:00 starts at the week's end instead (the next Monday's), and windows
-    that then touch are merged (the larger node count holds)."""
-    lead = pool.cold_start_minutes
-    pieces: list[tuple[int, int, int]] = []
-    for window in pool.spec.warm:
-        for start, end in window.intervals():
-            if start - lead >= 0:
-                pieces.append((start - lead, end, window.nodes))
-            else:
-                pieces += [(0, end, window.nodes), (MINUTES_PER_WEEK + start - lead, MINUTES_PER_WEEK, window.nodes)]
-    merged: list[tuple[int, int, int]] = []
-    for start, end, nodes in sorted(pieces):
-        if merged and start <= merged[-1][1]:
-            first, last, most = merged[-1]
-            merged[-1] = (first, max(last, end), max(most, nodes))
-        else:
-            merged.append((start, end, nodes))
-    return tuple((Fraction(start), Fraction(end), nodes) for start, end, nodes in merged)
 
 
 def sim_runners(platform: Platform) -> tuple[SimRunner, ...]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 import difflib
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from infra.sim.bound import bound_makespan
 from infra.sim.engine import simulate
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.scenario import Scenario, Upgrade
-from infra.sim.week import CostReport
+from infra.sim.week import CostReport, class_waits
 
 Layout = Literal["per-pool", "single"]
 """The runners simulated: one per pool, or the single runner of before."""
@@ -39,6 +39,8 @@ class Knobs:
     slower: Fraction = Fraction(1)
     orders: int = 0
     upgrade_at: Fraction | None = None
+    stockouts: Mapping[str, tuple[tuple[Fraction, Fraction], ...]] = field(default_factory=dict)
+    """Per pool, [start, end) minutes in which its scale-ups fail."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Row:
     bound: Fraction
     longest_wait: Fraction | None
     eur: Fraction
+    merge_request_p95: Fraction | None = None
+    batch_p95: Fraction | None = None
+    """The p95 wait of each class (the worst order's)."""
+    failed_by_reason: Mapping[str, int] = field(default_factory=dict)
+    retried: int = 0
 
 
 def scenario_rows(platform: Platform, jobs: list[PlannedJob], knobs: Knobs, *, single_runner: bool) -> list[Row]:
@@ -62,25 +69,50 @@ def scenario_rows(platform: Platform, jobs: list[PlannedJob], knobs: Knobs, *, s
 
 
 def scenario_row(name: str, platform: Platform, jobs: list[PlannedJob], knobs: Knobs, layout: Layout) -> Row:
-    """The jobs in their order and in `knobs.orders` seeded random ones; the worst run (most failed, then
-    longest) against the bound the slots allow."""
-    orders = [jobs]
-    generator = random.Random(0)
-    for _ in range(knobs.orders):
-        shuffled = list(jobs)
-        generator.shuffle(shuffled)
-        orders.append(shuffled)
+    """The jobs in their order and in `knobs.orders` seeded random orders of each burst (GitLab's ids among jobs
+    queued together); the worst run (most failed, then longest) against the bound the slots allow."""
+    orders = [jobs, *(shuffled_bursts(jobs, random.Random(seed)) for seed in range(knobs.orders))]
 
     def built(order: list[PlannedJob], upgrades: tuple[Upgrade, ...] = ()) -> Scenario:
         return scenario(
-            platform, order, layout=layout, slower=knobs.slower, cold_start_minutes=knobs.cold_start, upgrades=upgrades
+            platform,
+            order,
+            layout=layout,
+            slower=knobs.slower,
+            cold_start_minutes=knobs.cold_start,
+            upgrades=upgrades,
+            stockouts=knobs.stockouts,
         )
 
     bound = bound_makespan(built(jobs))  # per pool, from its jobs however ordered, without upgrades
     upgrades = (Upgrade(knobs.upgrade_at),) if knobs.upgrade_at is not None else ()
-    results = [simulate(built(order, upgrades)) for order in orders]
-    worst = max(results, key=lambda result: (len(result.failed), result.makespan))
-    return Row(name, len(worst.failed), worst.makespan, bound, worst.longest_wait, worst.eur)
+    runs = [(order, simulate(built(order, upgrades))) for order in orders]
+    order, worst = max(runs, key=lambda run: (len(run[1].failed), run[1].makespan))
+    waits = {c.job_class: c.p95 for c in class_waits(order, worst)}
+    return Row(
+        name,
+        len(worst.failed),
+        worst.makespan,
+        bound,
+        worst.longest_wait,
+        worst.eur,
+        merge_request_p95=waits["merge_request"],
+        batch_p95=waits["batch"],
+        failed_by_reason=dict(worst.failed_by_reason),
+        retried=sum(worst.retried_by_reason.values()),
+    )
+
+
+def shuffled_bursts(jobs: list[PlannedJob], generator: random.Random) -> list[PlannedJob]:
+    """The jobs with each burst's (the jobs queued at one minute) in a random order, the bursts in theirs."""
+    bursts: dict[Fraction, list[PlannedJob]] = {}
+    for job in jobs:
+        bursts.setdefault(job.created_minute, []).append(job)
+    order = []
+    for burst in bursts.values():
+        generator.shuffle(burst)
+        order += burst
+    return order
 
 
 Figure = tuple[str, Any, Any, Callable[[Any], str]]
@@ -96,6 +128,8 @@ def comparison(
     for row, new in zip(rows, new_rows, strict=True):
         figures += [
             (f"{row.name}: failed jobs", row.failed, new.failed, str),
+            (f"{row.name}: merge-request wait p95 (min)", row.merge_request_p95, new.merge_request_p95, _min),
+            (f"{row.name}: batch wait p95 (min)", row.batch_p95, new.batch_p95, _min),
             (f"{row.name}: makespan (min)", row.makespan, new.makespan, _min),
             (f"{row.name}: bound (min)", row.bound, new.bound, _min),
             (f"{row.name}: longest wait (min)", row.longest_wait, new.longest_wait, _min),
@@ -105,6 +139,13 @@ def comparison(
         ("plan: EUR/day", _get(old_day, "eur_per_day"), _get(new_day, "eur_per_day"), format_eur),
         ("plan: largest burst (min)", _get(old_day, "makespan_minutes"), _get(new_day, "makespan_minutes"), _min),
         ("plan: failed jobs", _get(old_day, "failed_jobs"), _get(new_day, "failed_jobs"), str),
+        (
+            "plan: merge-request wait p95 (min)",
+            _get(old_day, "merge_request_p95"),
+            _get(new_day, "merge_request_p95"),
+            _min,
+        ),
+        ("plan: EUR/week", _get(old_day, "eur_per_week"), _get(new_day, "eur_per_week"), format_eur),
     ]
     for pool in sorted(platform.pools.keys() | new_platform.pools.keys()):
         before, after = _slots(platform, pool), _slots(new_platform, pool)

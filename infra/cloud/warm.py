@@ -1,0 +1,307 @@
+"""WarmCapacity: placeholder pods that keep GPU nodes up in the pools' warm windows, and the CronJobs that scale
+them (the cluster-autoscaler's overprovisioning pattern).
+
+Fed by the derived warm pools (`infra.model.warm`) and `platform.warm_capacity`. It creates:
+- a namespace of its own: Pod Security `restricted` enforced, a default-deny NetworkPolicy, and egress to DNS
+  and the Kubernetes API for the scalers only;
+- two PriorityClasses: the placeholders' (at or above the autoscaler's expendable cutoff, so a Pending
+  placeholder scales a pool up and a running one keeps its node; `preemptionPolicy: Never`) and the jobs'
+  (above it: the runners of warm pools give it to their job pods, which then preempt a placeholder);
+- per warm pool a Deployment of `pause` pods on the pool's nodes (its selector and the GPU toleration), one
+  per node (anti-affinity), each asking one `nvidia.com/gpu` replica: the autoscaler scales a GPU pool for a
+  pod that asks for a GPU, and sees the node as used;
+- a ServiceAccount that may only read and patch the `scale` of those Deployments, and per scale time of the
+  week a CronJob (`timeZone`: the workload's) that patches it.
+
+Safe updates: the Deployments are created at 0 replicas and Pulumi ignores `spec.replicas` afterwards, so an
+`up` never fights the CronJobs (nor kills a warm node in a window); placeholders never evict a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.cloud.names import MANAGED_BY, WARM_TOKEN, child_name
+from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
+from infra.config.warm import WarmCapacitySpec
+from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool
+
+PLACEHOLDER_LABEL = "gpu-ci/placeholder"
+"""Label of a pool's placeholder pods (its value: the pool), which their anti-affinity selects."""
+SCALER_LABEL = {"gpu-ci/role": "warm-scaler"}
+SCALER_ACCOUNT = "warm-scaler"
+POD_SECURITY = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+}
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+RESTRICTED = k8s.core.v1.SecurityContextArgs(
+    allow_privilege_escalation=False,
+    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+    read_only_root_filesystem=True,
+    run_as_non_root=True,
+    run_as_user=65534,
+    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+)
+"""What Pod Security `restricted` asks of every container (65534: nobody; pause and curl need nothing more)."""
+_SCALE = (
+    'curl --fail --silent --show-error --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" '
+    '-H "Content-Type: application/merge-patch+json" -X PATCH -d "{\\"spec\\":{\\"replicas\\":$REPLICAS}}" '
+    '"https://kubernetes.default.svc/apis/apps/v1/namespaces/$NAMESPACE/deployments/$DEPLOYMENT/scale"'
+)
+"""The scaler's one command: patch the Deployment's scale subresource with its service account's token."""
+
+
+@dataclass(frozen=True)
+class WarmCapacityArgs:
+    """The warm pools and `platform.warm_capacity`; the Kubernetes provider comes through `opts.providers`."""
+
+    pools: Sequence[WarmPool]
+    settings: WarmCapacitySpec
+    cilium: bool = True
+    """The cluster's CNI is Cilium: the scalers' way to the API server is a CiliumNetworkPolicy entity."""
+
+
+class WarmCapacity(pulumi.ComponentResource):
+    """Placeholder Deployments per warm pool, the CronJobs that scale them, and what they need."""
+
+    deployments: dict[str, pulumi.Output[str]]
+    """`<namespace>/<name>` of each pool's placeholder Deployment, by pool."""
+    schedules: dict[str, list[str]]
+    """Each pool's CronJob schedules (`<cron> -> <replicas>`, in the workload's time zone)."""
+
+    def __init__(self, name: str, args: WarmCapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(WARM_TOKEN, name, {}, opts)
+        settings = args.settings
+        namespace = settings.namespace
+        child = pulumi.ResourceOptions(parent=self)
+        space = k8s.core.v1.Namespace(
+            child_name("namespace", name),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels={**MANAGED_BY, **POD_SECURITY}),
+            opts=child,
+        )
+        inside = pulumi.ResourceOptions(parent=self, depends_on=[space])
+        for suffix, value, description, preemption in (
+            (PLACEHOLDER_CLASS, settings.placeholder_priority, "gpu-ci placeholders: keep warm GPU nodes", "Never"),
+            (JOB_CLASS, settings.job_priority, "gpu-ci CI jobs of warm pools: preempt a placeholder", None),
+        ):
+            k8s.scheduling.v1.PriorityClass(
+                child_name(suffix, name),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=suffix, labels=dict(MANAGED_BY)),
+                value=value,
+                global_default=False,
+                preemption_policy=preemption,
+                description=description,
+                opts=child,
+            )
+        self._network_policies(name, namespace, inside, args.cilium)
+        account = k8s.core.v1.ServiceAccount(
+            child_name("scaler", name),
+            metadata=_metadata(SCALER_ACCOUNT, namespace),
+            automount_service_account_token=False,
+            opts=inside,
+        )
+        role = k8s.rbac.v1.Role(
+            child_name("scaler-role", name),
+            metadata=_metadata(SCALER_ACCOUNT, namespace),
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=["apps"],
+                    resources=["deployments/scale"],
+                    resource_names=[pool.deployment for pool in args.pools],
+                    verbs=["get", "patch"],
+                )
+            ],
+            opts=inside,
+        )
+        k8s.rbac.v1.RoleBinding(
+            child_name("scaler-binding", name),
+            metadata=_metadata(SCALER_ACCOUNT, namespace),
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=SCALER_ACCOUNT),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=SCALER_ACCOUNT, namespace=namespace)],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role, account]),
+        )
+        self.deployments, self.schedules = {}, {}
+        for pool in args.pools:
+            deployment = self._placeholders(name, pool, settings, space)
+            self.deployments[pool.pool] = pulumi.Output.concat(
+                deployment.metadata.namespace, "/", deployment.metadata.name
+            )
+            self.schedules[pool.pool] = [f"{scale.schedule} -> {scale.replicas}" for scale in pool.scales]
+            for scale in pool.scales:
+                self._scaler(name, pool, scale, settings, inside)
+        self.register_outputs({"deployments": self.deployments, "schedules": self.schedules})
+
+    def _placeholders(
+        self, name: str, pool: WarmPool, settings: WarmCapacitySpec, space: k8s.core.v1.Namespace
+    ) -> k8s.apps.v1.Deployment:
+        labels = {PLACEHOLDER_LABEL: pool.pool}
+        gpu = {"nvidia.com/gpu": "1"}
+        return k8s.apps.v1.Deployment(
+            child_name(f"placeholders-{pool.pool}", name),
+            metadata=_metadata(pool.deployment, settings.namespace),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=0,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels={**MANAGED_BY, **labels},
+                        # Kept off scale-down while it runs: a window's node stays until the window ends.
+                        annotations={SAFE_TO_EVICT: "false"},
+                    ),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        priority_class_name=PLACEHOLDER_CLASS,
+                        node_selector=dict(pool.node_selector),
+                        tolerations=[
+                            k8s.core.v1.TolerationArgs(
+                                key=GPU_TAINT_KEY, operator="Equal", value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT
+                            )
+                        ],
+                        affinity=k8s.core.v1.AffinityArgs(
+                            pod_anti_affinity=k8s.core.v1.PodAntiAffinityArgs(
+                                required_during_scheduling_ignored_during_execution=[
+                                    k8s.core.v1.PodAffinityTermArgs(
+                                        label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                                        topology_key="kubernetes.io/hostname",
+                                    )
+                                ]
+                            )
+                        ),
+                        automount_service_account_token=False,
+                        termination_grace_period_seconds=0,
+                        containers=[
+                            k8s.core.v1.ContainerArgs(
+                                name="pause",
+                                image=settings.pause_image,
+                                resources=k8s.core.v1.ResourceRequirementsArgs(
+                                    requests={"cpu": "10m", "memory": "16Mi", **gpu}, limits={"memory": "16Mi", **gpu}
+                                ),
+                                security_context=RESTRICTED,
+                            )
+                        ],
+                    ),
+                ),
+            ),
+            # The CronJobs own the replica count: an `up` must not scale the placeholders back to 0.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[space], ignore_changes=["spec.replicas"]),
+        )
+
+    def _scaler(
+        self, name: str, pool: WarmPool, scale: Scale, settings: WarmCapacitySpec, opts: pulumi.ResourceOptions
+    ) -> None:
+        env = {
+            "SA": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "NAMESPACE": settings.namespace,
+            "DEPLOYMENT": pool.deployment,
+            "REPLICAS": str(scale.replicas),
+        }
+        k8s.batch.v1.CronJob(
+            child_name(scale.name, name),
+            metadata=_metadata(scale.name, settings.namespace),
+            spec=k8s.batch.v1.CronJobSpecArgs(
+                schedule=scale.schedule,
+                time_zone=pool.time_zone,
+                concurrency_policy="Replace",
+                starting_deadline_seconds=600,
+                successful_jobs_history_limit=1,
+                failed_jobs_history_limit=3,
+                job_template=k8s.batch.v1.JobTemplateSpecArgs(
+                    spec=k8s.batch.v1.JobSpecArgs(
+                        backoff_limit=3,
+                        active_deadline_seconds=300,
+                        template=k8s.core.v1.PodTemplateSpecArgs(
+                            metadata=k8s.meta.v1.ObjectMetaArgs(labels={**MANAGED_BY, **SCALER_LABEL}),
+                            spec=k8s.core.v1.PodSpecArgs(
+                                service_account_name=SCALER_ACCOUNT,
+                                automount_service_account_token=True,
+                                restart_policy="OnFailure",
+                                containers=[
+                                    k8s.core.v1.ContainerArgs(
+                                        name="scale",
+                                        image=settings.scaler_image,
+                                        command=["/bin/sh", "-c", _SCALE],
+                                        env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in env.items()],
+                                        resources=k8s.core.v1.ResourceRequirementsArgs(
+                                            requests={"cpu": "10m", "memory": "16Mi"}, limits={"memory": "32Mi"}
+                                        ),
+                                        security_context=RESTRICTED,
+                                    )
+                                ],
+                            ),
+                        ),
+                    )
+                ),
+            ),
+            opts=opts,
+        )
+
+    def _network_policies(self, name: str, namespace: str, opts: pulumi.ResourceOptions, cilium: bool) -> None:
+        """Deny everything; the scalers may reach DNS and the Kubernetes API (a Cilium entity on Kapsule)."""
+        k8s.networking.v1.NetworkPolicy(
+            child_name("netpol-default-deny", name),
+            metadata=_metadata("gpu-ci-default-deny", namespace),
+            spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
+            ),
+            opts=opts,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            child_name("netpol-scalers-dns", name),
+            metadata=_metadata("gpu-ci-scalers-dns", namespace),
+            spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=SCALER_LABEL),
+                policy_types=["Egress"],
+                egress=[
+                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                        to=[
+                            k8s.networking.v1.NetworkPolicyPeerArgs(
+                                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                                    match_labels={"kubernetes.io/metadata.name": "kube-system"}
+                                ),
+                                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"k8s-app": "kube-dns"}),
+                            )
+                        ],
+                        ports=[
+                            k8s.networking.v1.NetworkPolicyPortArgs(protocol=protocol, port=53)
+                            for protocol in ("UDP", "TCP")
+                        ],
+                    )
+                ],
+            ),
+            opts=opts,
+        )
+        if not cilium:  # without Cilium's entity, the API server is any HTTPS address
+            k8s.networking.v1.NetworkPolicy(
+                child_name("netpol-scalers-apiserver", name),
+                metadata=_metadata("gpu-ci-scalers-apiserver", namespace),
+                spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                    pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=SCALER_LABEL),
+                    policy_types=["Egress"],
+                    egress=[
+                        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=443)]
+                        )
+                    ],
+                ),
+                opts=opts,
+            )
+        else:
+            k8s.apiextensions.CustomResource(
+                child_name("netpol-scalers-apiserver", name),
+                api_version="cilium.io/v2",
+                kind="CiliumNetworkPolicy",
+                metadata=_metadata("gpu-ci-scalers-apiserver", namespace),
+                spec={
+                    "endpointSelector": {"matchLabels": SCALER_LABEL},
+                    "egress": [{"toEntities": ["kube-apiserver"]}],
+                },
+                opts=opts,
+            )
+
+
+def _metadata(object_name: str, namespace: str) -> k8s.meta.v1.ObjectMetaArgs:
+    return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=dict(MANAGED_BY))
