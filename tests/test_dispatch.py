@@ -146,7 +146,7 @@ def test_a_pipeline_past_the_engines_caps_is_refused_naming_the_file(
         (["--cold-start", "100000"], "error: --cold-start=100000: must be 0-1440 minutes"),
         (
             ["--week", "--orders", "200", "--single-runner"],
-            "error: --orders=200 --single-runner: 402 run(s) of 216 jobs = 86832 simulated jobs, above the budget "
+            "error: --orders=200 --single-runner: 402 run(s) of 200 jobs = 80400 simulated jobs, above the budget "
             "of 50000 per command: fewer orders, or a smaller pipeline",
         ),
     ],
