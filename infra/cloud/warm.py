@@ -132,8 +132,8 @@ class WarmCapacity(pulumi.ComponentResource):
                 deployment.metadata.namespace, "/", deployment.metadata.name
             )
             self.schedules[pool.pool] = [f"{scale.schedule} -> {scale.replicas}" for scale in pool.scales]
-            for scale in pool.scales:
-                self._scaler(name, pool, scale, settings, inside)
+            for index, scale in enumerate(pool.scales):
+                self._scaler(child_name(f"cron-{pool.pool}-{index}", name), pool, scale, settings, inside)
         self.register_outputs({"deployments": self.deployments, "schedules": self.schedules})
 
     def _placeholders(
@@ -191,7 +191,7 @@ class WarmCapacity(pulumi.ComponentResource):
         )
 
     def _scaler(
-        self, name: str, pool: WarmPool, scale: Scale, settings: WarmCapacitySpec, opts: pulumi.ResourceOptions
+        self, resource_name: str, pool: WarmPool, scale: Scale, settings: WarmCapacitySpec, opts: pulumi.ResourceOptions
     ) -> None:
         env = {
             "SA": "/var/run/secrets/kubernetes.io/serviceaccount",
@@ -200,7 +200,7 @@ class WarmCapacity(pulumi.ComponentResource):
             "REPLICAS": str(scale.replicas),
         }
         k8s.batch.v1.CronJob(
-            child_name(scale.name, name),
+            resource_name,
             metadata=_metadata(scale.name, settings.namespace),
             spec=k8s.batch.v1.CronJobSpecArgs(
                 schedule=scale.schedule,

@@ -182,10 +182,11 @@ class CostReport:
             return []
         waits = self.waits("merge_request")
         assert waits.p95 is not None and waits.slot_p95 is not None and waits.node_p95 is not None
+        target = self.merge_request_target_minutes
         return [
             Problem(
                 key_path("slo", "merge_request_wait_minutes"),
-                self.merge_request_target_minutes,
+                int(target) if target is not None and float(target).is_integer() else target,
                 f"missed on the simulated week: merge-request jobs wait {_minutes(waits.p95)} min (p95; for a slot "
                 f"{_minutes(waits.slot_p95)}, for a node {_minutes(waits.node_p95)}): hold slots for them "
                 "(pools.<pool>.merge_request_slots), keep nodes warm in working hours (pools.<pool>.warm), or raise "
