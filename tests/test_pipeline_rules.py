@@ -122,3 +122,79 @@ def test_foreign_and_untagged_jobs_are_not_the_platforms(check: Any) -> None:
     assert (
         check("other: {stage: build, script: [x], tags: [docker, arm64]}\nplain: {stage: build, script: [x]}\n") == []
     )
+
+
+HELD_PIPELINE = """
+stages: [train]
+.train-rl-base:
+  stage: train
+  tags: [kapsule, "ci-compile-${CI_PIPELINE_SOURCE}"]
+  retry: {max: 2, when: [runner_system_failure, stuck_or_timeout_failure, scheduler_failure]}
+"""
+
+
+@pytest.fixture
+def check_held(tmp_path: Path, dev_platform: dict[str, Any]) -> Any:
+    """The dev stack with one of the L4's two slots held for merge requests: its template routes by source."""
+    dev_platform["pools"]["ci-compile"]["merge_request_slots"] = 1
+    spec = load_spec(dev_platform)
+
+    def run(jobs: str) -> list[str]:
+        path = tmp_path / ".gitlab-ci.yml"
+        path.write_text(HELD_PIPELINE + textwrap.dedent(jobs))
+        return [str(v) for v in check_pipeline(path, spec).violations]
+
+    return run
+
+
+def test_a_job_of_a_pool_with_held_slots_is_checked_for_both_kinds_of_pipeline(check_held: Any) -> None:
+    assert check_held("train-validate-dqn: {extends: .train-rl-base, script: [train]}\n") == []
+
+
+def test_a_job_that_defeats_the_merge_request_routing_is_named(check_held: Any) -> None:
+    found = check_held(
+        """
+        train-validate-dqn: {extends: .train-rl-base, script: [train], tags: [kapsule, gpu]}
+        hyperopt-ppo: {extends: .train-rl-base, script: [train], variables: {CI_PIPELINE_SOURCE: schedule}}
+        train-validate-ppo:
+          extends: .train-rl-base
+          script: [train]
+          rules: [{if: $CI_MERGE_REQUEST_IID, variables: {CI_PIPELINE_SOURCE: push}}, {when: on_success}]
+        """
+    )
+    assert found == [
+        ".gitlab-ci.yml: train-validate-dqn: sets its own tags ['kapsule', 'gpu'] instead of .train-rl-base's "
+        "['kapsule', 'ci-compile-${CI_PIPELINE_SOURCE}']: its merge-request pipelines' jobs no longer reach pool "
+        "ci-compile's held slots (or no runner at all); drop `tags:` from the job",
+        ".gitlab-ci.yml: hyperopt-ppo: sets CI_PIPELINE_SOURCE, which GitLab sets and the template's tags route by "
+        "(pool ci-compile holds slots for merge requests): the job lands where its value says, not where its "
+        "pipeline is",
+        ".gitlab-ci.yml: train-validate-ppo: sets CI_PIPELINE_SOURCE, which GitLab sets and the template's tags "
+        "route by (pool ci-compile holds slots for merge requests): the job lands where its value says, not where "
+        "its pipeline is",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("retry", "verdict"),
+    [
+        ("2", None),
+        ("{max: 2}", None),
+        ("{max: 2, when: always}", None),
+        ("0", "retry: max 0: fewer than the templates' 2 retries of what the platform causes"),
+        ("{max: 1, when: [runner_system_failure]}", "retry: max 1: fewer than the templates' 2 retries"),
+        (
+            "{max: 2, when: [script_failure]}",
+            "retry: when ['script_failure'] leaves out runner_system_failure, stuck_or_timeout_failure, "
+            "scheduler_failure",
+        ),
+        ("yes", "retry: 'true' is not a retry GitLab accepts"),
+    ],
+)
+def test_a_job_that_overrides_the_retry_away_is_named(check: Any, retry: str, verdict: str | None) -> None:
+    found = check(f"hyperopt-dqn: {{extends: .train-rl-base, script: [train], retry: {retry}}}\n")
+    if verdict is None:
+        assert found == []
+    else:
+        (line,) = found
+        assert line.startswith(f".gitlab-ci.yml: hyperopt-dqn: {verdict}"), line

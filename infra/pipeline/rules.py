@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING, Any
 from infra.config.pools import POOL_NAME_LABEL
 from infra.config.profiles import name_tokens
 from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
+from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.model.platform import Platform, derive
+from infra.model.profiles import Profile
+from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE, SOURCE_VARIABLE, expands_per_source, holds_slots
 from infra.model.runners import Runner
 from infra.pipeline.images import AllowedImages, check_images
 from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, variable_problem
@@ -123,15 +126,25 @@ class _Checker:
         self.images = AllowedImages(platform.allowed_images, self.spec.runner.default_image)
 
     def check(self, job: ResolvedJob) -> None:
-        tags = self.routing_tags(job)
+        """The job as GitLab hands it out: for a template routed by the pipeline source (a pool with held
+        merge-request slots), once as a merge-request pipeline's job and once as any other's."""
+        sources: tuple[str | None, ...] = (None,)
+        if expands_per_source(job.tags) and SOURCE_VARIABLE not in job.variables:
+            sources = (MERGE_REQUEST_SOURCE, BATCH_SOURCE)
+        for source in sources:
+            self.check_as(job, source)
+
+    def check_as(self, job: ResolvedJob, source: str | None) -> None:
+        tags = self.routing_tags(job, source)
         if tags is None:
             return
+        written = job.tags
         job = replace(job, tags=tags, variables={**job.variables, **self.project_variables})
         tokens = name_tokens(job.name)
         families = sorted(tokens & set(self.family_profile))
         taking = self.platform.runners_taking(job.tags)
         if families and (tokens & TRAINING_TOKENS or job.stage == self.spec.ci.stage):
-            runner = self.check_family(job, families, taking)
+            runner = self.check_family(job, families, taking, written)
         else:
             runner = self.check_taken(job, taking)
         if runner is not None:
@@ -153,11 +166,13 @@ class _Checker:
         """A violation in a value written at `where` (file, job or block), caused by `job`."""
         self.result.add(Violation(*where, message), cause=job.name)
 
-    def routing_tags(self, job: ResolvedJob) -> tuple[str, ...] | None:
-        """The job's tags once GitLab expanded them; None when GitLab alone knows them (a warning) or keeps one
-        as a literal `$VAR` no runner holds (a violation)."""
+    def routing_tags(self, job: ResolvedJob, source: str | None = None) -> tuple[str, ...] | None:
+        """The job's tags once GitLab expanded them (in a pipeline of `source`, when given); None when GitLab
+        alone knows them (a warning) or keeps one as a literal `$VAR` no runner holds (a violation)."""
         known = {name: value_text(raw) for name, raw in job.variables.items()}
         known.update({name: value_text(raw) for name, raw in self.project_variables.items()})
+        if source is not None:
+            known[SOURCE_VARIABLE] = source
         tags = []
         for tag in job.tags:
             expansion = expand_tag(tag, known)
@@ -198,7 +213,9 @@ class _Checker:
             return None
         return taking[0]
 
-    def check_family(self, job: ResolvedJob, families: list[str], taking: list[Runner]) -> Runner | None:
+    def check_family(
+        self, job: ResolvedJob, families: list[str], taking: list[Runner], written: tuple[str, ...]
+    ) -> Runner | None:
         """A family's job uses its profile's template, is taken by its profile's runner, stays on its pool."""
         profiles = sorted({self.family_profile[f] for f in families})
         if len(profiles) > 1:
@@ -222,13 +239,14 @@ class _Checker:
             self._not_taken(job, own)
             return None
         runner = taking[0]
-        if runner.name != own.name:
+        if runner.pool != own.pool:
             self.add(
                 job,
                 f"tags {list(job.tags)} are taken by runner {runner.name} (pool {runner.pool}), not by profile "
                 f"{profile_name}'s runner {own.name} {list(own.tags)}",
             )
             return runner
+        self.check_platform_keys(job, profile, written)
         selectors = [
             expand_for_runner(raw, job.variables)
             for key, raw in job.variables.items()
@@ -244,6 +262,37 @@ class _Checker:
         if pool != profile.pool:
             self.add(job, f"runs on pool {pool}, but {family} jobs belong on {profile.pool} (profile {profile_name})")
         return runner
+
+    def check_platform_keys(self, job: ResolvedJob, profile: Profile, written: tuple[str, ...]) -> None:
+        """What the template sets for the platform and a job may not take away: the retry of what the platform
+        causes, and on a pool with held slots the tags routed by the pipeline source."""
+        if "retry" not in job.keys:  # a templates file from before the retries: `pulumi up` commits the current one
+            self.result.warn(
+                f"{job.file}: {job.name}: no retry: {profile.template} predates the platform's retries (commit the "
+                "templates file gpu-ci renders): a job whose pod finds no node fails for good"
+            )
+        elif retry := retry_problem(job.keys["retry"]):
+            self.add(job, f"retry: {retry}")
+        if not holds_slots(self.spec, profile.pool):
+            return
+        if written != profile.tags:
+            self.add(
+                job,
+                f"sets its own tags {list(written)} instead of {profile.template}'s "
+                f"{list(profile.tags)}: its merge-request pipelines' jobs no longer reach pool {profile.pool}'s held "
+                "slots (or no runner at all); drop `tags:` from the job",
+            )
+        rules = job.keys.get("rules")
+        overridden = SOURCE_VARIABLE in job.variables or any(
+            isinstance(rule, dict) and isinstance(rule.get("variables"), dict) and SOURCE_VARIABLE in rule["variables"]
+            for rule in (rules if isinstance(rules, list) else [])
+        )
+        if overridden:
+            self.add(
+                job,
+                f"sets {SOURCE_VARIABLE}, which GitLab sets and the template's tags route by (pool {profile.pool} "
+                "holds slots for merge requests): the job lands where its value says, not where its pipeline is",
+            )
 
     def _not_taken(self, job: ResolvedJob, own: Runner) -> None:
         self.add(
@@ -324,3 +373,30 @@ def _project_variables(platform: Platform) -> dict[str, Any]:
     found: dict[str, Any] = {name: variable.value for name, variable in ci.variables.items()}
     found[ci.registry_variable] = platform.registry_endpoint
     return found
+
+
+def retry_problem(retry: object) -> str | None:
+    """Why a job's `retry:` no longer retries what the platform causes as the templates do, or None.
+
+    GitLab: `retry: N` retries N times on any failure; `retry: {max: N, when: [...]}` (`when` a reason or a list;
+    absent: `always`). The templates set `max: 2` on runner_system_failure, stuck_or_timeout_failure and
+    scheduler_failure: a job whose pod found no node within poll_timeout is retried, twice."""
+    if isinstance(retry, bool) or not isinstance(retry, int | dict):
+        return f"{value_text(retry) or type(retry).__name__!r} is not a retry GitLab accepts (a number or max/when)"
+    maximum = retry if isinstance(retry, int) else retry.get("max", 0)
+    when = ["always"] if isinstance(retry, int) else retry.get("when", ["always"])
+    when = [when] if isinstance(when, str) else when
+    if isinstance(maximum, bool) or not isinstance(maximum, int) or not isinstance(when, list):
+        return "max and when are not a retry GitLab accepts (max: 0-2, when: a reason or a list)"
+    if maximum < RETRY_MAX:
+        return (
+            f"max {maximum}: fewer than the templates' {RETRY_MAX} retries of what the platform causes: a GPU node "
+            "late or out of stock for longer than the attempts' poll_timeouts fails the job"
+        )
+    missing = [reason for reason in RETRY_WHEN if reason not in when and "always" not in when]
+    if missing:
+        return (
+            f"when {when} leaves out {', '.join(missing)}: those failures come from the platform (no node within "
+            "poll_timeout, a runner gone, the scheduler) and are retried by the templates"
+        )
+    return None
