@@ -1,6 +1,6 @@
 """.gitlab-ci.yml: valid against GitLab's CI schema, and the right jobs in the right pipelines.
 
-Schema: check-jsonschema's vendored copy of GitLab's own CI schema (pinned in requirements.txt). Jobs: as
+Schema: check-jsonschema's vendored copy of GitLab's own CI schema (pinned in requirements-dev.txt). Jobs: as
 `infra.pipeline.resolve` builds them (extends, default:). Which jobs a pipeline gets: a small evaluator of
 the `rules:if` expressions the file uses, run for each kind of pipeline (MR with and without the protected
 variables, default branch, other branches).
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.requirements import pin
 
 from infra.pipeline.resolve import resolve_file
 
@@ -182,15 +183,8 @@ def test_the_rule_evaluator_reads_what_gitlab_reads() -> None:
 # --- what the jobs run ------------------------------------------------------------------------------------
 
 
-def _pin(package: str) -> str:
-    text = (ROOT / "requirements.txt").read_text(encoding="utf-8")
-    match = re.search(rf"^{re.escape(package)}==(\S+)$", text, re.MULTILINE)
-    assert match, f"{package} is not pinned in requirements.txt"
-    return match[1]
-
-
 def test_the_pulumi_cli_image_is_pinned_to_the_sdk_version(ci: dict[str, Any]) -> None:
-    version = _pin("pulumi")
+    version = pin("pulumi")
     assert ci["default"]["image"] == {"name": f"pulumi/pulumi-python:{version}", "entrypoint": [""]}
     assert all(job["image"] == ci["default"]["image"] for job in _jobs().values())  # nobody drifts (or :latest)
     plugin_cache = [c for c in _jobs()["preview"]["cache"] if ".pulumi/plugins" in c["paths"]]

@@ -20,7 +20,7 @@ from infra.render.runner import render_runner_config
 
 SAMPLE_REPO = Path(__file__).parent / "fixtures" / "training-repo"
 GITLAB_CI_SCHEMA = get_builtin_schema("vendor.gitlab-ci")
-"""GitLab's CI schema as vendored by check-jsonschema (pinned in requirements.txt)."""
+"""GitLab's CI schema as vendored by check-jsonschema (pinned in requirements-dev.txt)."""
 
 
 def _validator(definition: str | None = None) -> jsonschema.Draft7Validator:

@@ -14,12 +14,12 @@ import re
 import sys
 import tomllib
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pytest
 import tomli_w
 import yaml
+from support import requirements
 from support.policy import BUCKET, CLUSTER, CONFIG_MAP, NAMESPACE, POLICY_DIR, POOL, PROJECT_VARIABLE, RELEASE
 
 from infra.catalog import BUILTIN_NODE_TYPES
@@ -32,7 +32,7 @@ from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.policy_check import analyzed, engine_props
-from infra.offline.stack_config import PROJECT_ROOT, StackConfig
+from infra.offline.stack_config import StackConfig
 from policy.policies import cluster_pools, runner_toml
 from policy.policies import pack as pol
 from policy.policies.runner_release import is_runner_release
@@ -68,9 +68,9 @@ def test_the_pack_project_runs_python_in_its_own_virtualenv() -> None:
     project = yaml.safe_load((POLICY_DIR / "PulumiPolicy.yaml").read_text(encoding="utf-8"))
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
     assert re.fullmatch(r"\d+\.\d+\.\d+", project["version"])
-    pins = {line.split("==")[0]: line for line in _requirements(POLICY_DIR / "requirements.txt")}
-    assert set(pins) == {"pulumi", "pulumi-policy"}
-    assert set(pins.values()) <= set(_requirements(PROJECT_ROOT / "requirements.txt"))  # same versions as tested
+    pack = requirements.pins(POLICY_DIR / "requirements.txt")
+    assert set(pack) == {"pulumi", "pulumi-policy"}
+    assert pack == {name: requirements.pin(name) for name in pack}  # the versions the tests run
 
 
 def test_the_pack_entry_point_only_builds_the_pack() -> None:
@@ -80,11 +80,6 @@ def test_the_pack_entry_point_only_builds_the_pack() -> None:
     assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
     assert isinstance(build, ast.Expr) and isinstance(build.value, ast.Call)
     assert ast.unparse(build) == ("PolicyPack(name=PACK_NAME, policies=POLICIES, enforcement_level=ENFORCEMENT_LEVEL)")
-
-
-def _requirements(path: Path) -> list[str]:
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
 # ---------------------------------------------------------------------------------------------------------
