@@ -46,7 +46,7 @@ STATUSES = frozenset(
 )
 """GitLab's job statuses (the `status` of `GET /projects/:id/jobs`)."""
 _REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
-"""GitLab's failure reasons are snake_case words (`script_failure`, `runner_system_failure`)."""
+"""GitLab's failure reasons and pipeline sources are snake_case words (`script_failure`, `merge_request_event`)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,9 @@ class Job:
     runner_description: str | None = None
     runner_id: int | None = None
     pipeline_id: int | None = None
+    pipeline_source: str | None = None
+    """Where the job's pipeline came from (`merge_request_event`, `push`, `schedule`, ...): the job's class.
+    GitLab's jobs list carries it in current versions; older ones do not (`gitlab_jobs` then asks the pipeline)."""
     stage: str = ""
 
     @classmethod
@@ -174,6 +177,7 @@ def read_job(entry: object) -> tuple[Job | None, list[str]]:
         runner_id=field(_id, runner.get("id"), "runner.id"),
         runner_description=field(_long_text, runner.get("description"), "runner.description"),
         pipeline_id=field(_id, pipeline.get("id"), "pipeline.id"),
+        pipeline_source=field(pipeline_source, pipeline.get("source"), "pipeline.source"),
     )
     return job, dropped
 
@@ -187,6 +191,13 @@ def _status(value: object) -> str:
 def _failure_reason(value: object, key: str) -> str:
     if not isinstance(value, str) or not _REASON.fullmatch(value):
         raise FieldError(f"{key}: not a GitLab failure reason (a snake_case word)")
+    return value
+
+
+def pipeline_source(value: object, key: str = "source") -> str:
+    """A pipeline's `source`; FieldError unless a snake_case word (GitLab adds sources over time: any word is one)."""
+    if not isinstance(value, str) or not _REASON.fullmatch(value):
+        raise FieldError(f"{key}: not a pipeline source (a snake_case word)")
     return value
 
 
