@@ -17,7 +17,8 @@ Every request goes through `PinnedSession`, which bounds what one run can cost a
   most `MAX_RETRIES` times in a row. Other answers reach python-gitlab without those two headers, so its
   retry of a 5xx backs off on its own short, bounded schedule.
 - **requests per run**: at most `MAX_REQUESTS` per client; a list is read `list_pages` at a time, at most
-  `MAX_PAGES` pages, and a page already read (same link, same content) stops it.
+  `MAX_PAGES` pages, and a page already read (same link, same content) stops it; lookups one by one (a
+  pipeline's source: `MAX_PIPELINE_LOOKUPS`) stop before the run's last requests (`requests_left`).
 
 Over a bound: one `RefusedAnswer` line (`exit_code` 2: not what GitLab answers, check the URL; 1: try later).
 python-gitlab is imported by whoever calls `connect`.

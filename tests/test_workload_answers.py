@@ -135,6 +135,7 @@ def test_bad_entries_and_fields_are_skipped_and_counted_in_one_line(
         ("queued_duration", 31 * 86_400 + 1, "queued_duration: not between 0 and 31 days"),
         ("started_at", "0001-01-01T00:00:00+01:00", "started_at: out of range"),
         ("started_at", "2026-11-29", "started_at: a time without a timezone"),
+        ("started_at", "9999-12-31T00:00:00Z", "started_at: out of range"),  # no zone east of UTC could tell it
         ("failure_reason", "\x1b[31mred", "failure_reason: not a GitLab failure reason (a snake_case word)"),
         ("tag_list", ["x" * 256], "tag_list: not a list of tags (strings of at most 255 characters)"),
         ("runner", {"id": 2**63}, "runner.id: not a positive integer"),
@@ -158,6 +159,7 @@ def test_a_field_gitlab_got_wrong_is_dropped_with_its_reason(key: str, value: An
         ("status", None, "status: not a GitLab job status"),
         ("created_at", "9" * 100, "created_at: not a timestamp"),
         ("created_at", "0001-01-01T00:00:00+01:00", "created_at: out of range"),
+        ("created_at", "9999-12-30T12:00:00-01:00", "created_at: out of range"),
     ],
 )
 def test_an_entry_without_its_essentials_is_no_job(key: str, value: Any, reason: str) -> None:
@@ -432,6 +434,7 @@ def test_a_measured_figure_the_spec_refuses_is_neither_written_nor_printed(
     [
         (("--days", "100000"), "error: --days 100000: at most 366 days (a year) are read at once"),
         (("--until", "0001-01-02"), "error: --until '0001-01-02': not an ISO date or time"),
+        (("--until", "9999-12-31"), "error: --until '9999-12-31': not an ISO date or time"),
         (("--until", "2026-11-30T10:00\x1b[2J"), "error: --until '2026-11-30T10:00\\\\x1b[2J': not an ISO date"),
     ],
 )

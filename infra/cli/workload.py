@@ -31,7 +31,7 @@ from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
 from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
 from infra.workload.figures import WorkloadEdit, comparison, resolve, workload_edit
-from infra.workload.job_entries import parse_time
+from infra.workload.job_entries import EARLIEST, LATEST, parse_time
 from infra.workload.mapping import routing_of
 from infra.workload.measure import measure, observed_days, observed_start, training_in_window
 from infra.workload.report import render_comparison, render_report
@@ -226,7 +226,11 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _until(text: str | None) -> datetime:
+    """The end of the window; ValueError for a time no job can have (`job_entries.EARLIEST`/`LATEST`)."""
     if not text:
         return datetime.now(UTC)
     value = parse_time(text) if "T" in text else parse_time(text + "T00:00:00+00:00")
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not EARLIEST + timedelta(days=MAX_DAYS) <= value <= LATEST:
+        raise ValueError("out of range")
+    return value

@@ -2,10 +2,10 @@
 
 An entry of `GET /projects/:id/jobs` becomes a `Job` when its essential fields (`id`, `name`, `status`,
 `created_at`) are there and sound; otherwise it is skipped, with a reason. Any other field the measurement uses
-that has the wrong type or an absurd value (`duration: 1e308`, `tag_list: 5`, `runner: "x"`) is dropped, with a
-reason, and the job still counts without it. A job id already read counts once. `Ledger` keeps the tally and
-says it in one line. What a job *is* for the measurement (`Job`) is decided here, and only here: measuring
-(`measure.py`) never sees GitLab's JSON.
+that has the wrong type or an absurd value (`duration: 1e308`, `tag_list: 5`, `runner: "x"`, a pipeline `source`
+that is no snake_case word) is dropped, with a reason, and the job still counts without it. A job id already
+read counts once. `Ledger` keeps the tally and says it in one line. What a job *is* for the measurement (`Job`)
+is decided here, and only here: measuring (`measure.py`) never sees GitLab's JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from infra.workload.mapping import JobFacts
@@ -95,8 +95,14 @@ class FieldError(ValueError):
     """A field's value that cannot be used; str() is the reason, without the value."""
 
 
+EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=2)
+LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=2)
+"""The times a job may have: two days inside Python's, so that any time zone can tell one, and its next day."""
+
+
 def aware_time(value: object, key: str) -> datetime:
-    """A timestamp with a timezone, in UTC; FieldError otherwise (`"yesterday"`, a naive time, year 1 minus an hour)."""
+    """A timestamp with a timezone, in UTC; FieldError otherwise (`"yesterday"`, a naive time, year 1 minus an
+    hour, the last days of year 9999)."""
     if not isinstance(value, str) or len(value) > 64:
         raise FieldError(f"{key}: not a timestamp")
     try:
@@ -106,9 +112,12 @@ def aware_time(value: object, key: str) -> datetime:
     if when.tzinfo is None:
         raise FieldError(f"{key}: a time without a timezone")
     try:
-        return when.astimezone(UTC)
+        when = when.astimezone(UTC)
     except OverflowError:
         raise FieldError(f"{key}: out of range") from None
+    if not EARLIEST <= when <= LATEST:
+        raise FieldError(f"{key}: out of range")
+    return when
 
 
 def _id(value: object, key: str) -> int:
