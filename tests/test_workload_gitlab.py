@@ -281,6 +281,27 @@ def test_write_converts_a_profile_level_workload_to_kinds_keeping_its_comments(
     assert workload.profiles["rl"].kinds["train-validate"].job_class == "merge_request"
 
 
+def test_write_turns_a_flow_style_workload_into_block_style_kinds(
+    tmp_path: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Block-style kinds cannot sit in a flow mapping: the profiles they are written into become blocks too."""
+    stack = tmp_path / "Pulumi.dev.yaml"
+    flow = (
+        "    workload:\n      time_zone: Europe/Paris\n"
+        "      profiles: {rl: {jobs_per_day: 12, minutes_per_job: 30}, supervised: {jobs_per_day: 24, "
+        "minutes_per_job: 40, gpu_utilization: 0.34}}\n"
+    )
+    stack.write_text(_with_workload(flow), encoding="utf-8")
+    assert _run(stack, gitlab, "--write") == 0
+    lines = stack.read_text(encoding="utf-8").splitlines()
+    rl = lines.index("        rl:")
+    assert lines[rl - 1 : rl + 1 + 17] == ["      profiles:", "        rl:", *_kinds_block(FIGURES.written()["rl"])]
+    workload = load_platform(load_stack_config("dev", path=stack).get("platform")).spec.workload
+    assert workload is not None
+    assert workload.profiles["supervised"].gpu_utilization == 0.34
+    assert set(workload.profiles["supervised"].kinds) == {"train-validate", "hyperopt"}
+
+
 def test_write_adds_a_workload_section_a_stack_does_not_have(
     tmp_path: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:

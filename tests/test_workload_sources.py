@@ -114,6 +114,9 @@ def test_a_refused_pipeline_lookup_stops_at_once_and_the_stack_file_classes_the_
         "answered 403 Forbidden to GET /projects/:id/pipelines/:id, so no more were asked for); of the jobs whose "
         "pipeline's source is unknown, 424 counted in the class of their kind in the stack file"
     )
+    # Said beside each kind, and the comparison measured no class.
+    assert sum(line.endswith("class from the stack file (no source)") for line in err.splitlines()) == 4 + 4
+    assert "profiles.rl.kinds.hyperopt.class                          batch          -            batch" in err
 
 
 def test_a_kind_the_stack_file_does_not_class_is_shown_but_not_written(

@@ -62,6 +62,11 @@ class MeasuredKind:
     window: tuple[str, str] | None = None
     written: dict[str, Any] | None = None
     note: str = ""
+    class_from_stack: bool = False
+    """The class is the stack file's kind's: GitLab said no source for any of its jobs."""
+
+    def say(self, note: str) -> None:
+        self.note = f"{self.note}; {note}" if self.note else note
 
 
 @dataclass
@@ -122,7 +127,8 @@ def resolve(measurement: Measurement, assumed: Mapping[str, Any] | None) -> Reso
         writable = sorted((k for k in kinds if k.written is not None), key=lambda k: (-k.tally.jobs, k.name))
         rest = writable[MAX_KINDS:]
         for kind in rest:
-            kind.written, kind.note = None, f"the spec holds {MAX_KINDS} kinds a profile: not written"
+            kind.written = None
+            kind.say(f"the spec holds {MAX_KINDS} kinds a profile: not written")
         if rest:
             resolution.notes.append(
                 f"{len(rest)} kinds of {name} ({sum(k.tally.jobs for k in rest)} jobs) are not written: the spec "
@@ -155,10 +161,13 @@ def _classes(
     """One measured kind's tallies by class, as the kinds to write: the unknown class resolved or set apart, two
     classes folded into one or split in two."""
     result: list[MeasuredKind] = []
+    from_stack: JobClass | None = None
     unclassed = classes.pop(None, None)
     if unclassed is not None:
         stack_class = (known.get(kind) or {}).get("class")
         if stack_class in SPLIT_SUFFIX:
+            if stack_class not in classes:
+                from_stack = stack_class
             classes.setdefault(stack_class, KindTally(kind, job_class=stack_class)).absorb(unclassed)
             book.from_stack += unclassed.jobs
         else:
@@ -174,7 +183,10 @@ def _classes(
         else:
             result.append(MeasuredKind(profile, split, minor, minor.job_class))
         classes = {major.job_class: major}
-    result += [MeasuredKind(profile, kind, tally, job_class) for job_class, tally in classes.items()]
+    for job_class, tally in classes.items():
+        result.append(MeasuredKind(profile, kind, tally, job_class, class_from_stack=job_class == from_stack))
+        if job_class == from_stack:
+            result[-1].say("class from the stack file (no source)")
     return result
 
 
@@ -182,7 +194,7 @@ def _figures(kind: MeasuredKind, exposure: tuple[float, ...], stack_kind: Mappin
     """Fill in a kind's figures and what is written for it, if anything can be."""
     tally = kind.tally
     if tally.jobs == 0:
-        kind.note = kind.note or "no job a runner took: not written"
+        kind.say("no job a runner took: not written")
         return
     days = sorted(tally.weekdays)
     kind.per_day = tally.jobs / sum(exposure[day] for day in days)
@@ -195,9 +207,9 @@ def _figures(kind: MeasuredKind, exposure: tuple[float, ...], stack_kind: Mappin
         durations: dict[str, Any] = {"minutes_per_job": tidy(p50), "minutes_p90": tidy(p90)}
     elif stack_kind.get("minutes_per_job"):
         durations = {key: stack_kind[key] for key in ("minutes_per_job", "minutes_p90") if key in stack_kind}
-        kind.note = "no successful job: durations kept from the stack file"
+        kind.say("no successful job: durations kept from the stack file")
     else:
-        kind.note = "no successful job, and no kind of that name in the stack file: not written"
+        kind.say("no successful job, and no kind of that name in the stack file: not written")
         return
     assert kind.window is not None  # it ran, so it arrived
     kind.written = {
@@ -286,7 +298,7 @@ def _kind_rows(key: str, kind: MeasuredKind, written: Mapping[str, Any], old_kin
     old = old_kinds.get(kind.name) or {}
     p50, p90 = kind.tally.duration_minutes(50), kind.tally.duration_minutes(90)
     measured = {
-        "class": str(kind.job_class),
+        "class": "-" if kind.class_from_stack else str(kind.job_class),
         "jobs_per_day": f"{kind.per_day:.1f}",
         "minutes_per_job": "-" if not p50 else f"{p50:.1f}",
         "minutes_p90": "-" if not p90 else f"{p90:.1f}",
@@ -296,6 +308,6 @@ def _kind_rows(key: str, kind: MeasuredKind, written: Mapping[str, Any], old_kin
     }
     rows = []
     for field_name, value in written.items():
-        note = kind.note if field_name.startswith("minutes") and measured[field_name] == "-" else ""
+        note = kind.note if measured[field_name] == "-" else ""
         rows.append(Figure(f"{key}.{field_name}", old.get(field_name), measured[field_name], value, note))
     return rows
