@@ -119,6 +119,18 @@ def test_a_refused_pipeline_lookup_stops_at_once_and_the_stack_file_classes_the_
     assert "profiles.rl.kinds.hyperopt.class                          batch          -            batch" in err
 
 
+def test_a_server_error_on_a_pipeline_stops_the_lookups_not_the_run(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gitlab.ci_history is not None
+    gitlab.ci_history.pipeline_refusal = (502, "502 Bad Gateway")
+    assert _run(stack, gitlab) == 0
+    out, err = capsys.readouterr()
+    assert _kinds(out) == FIGURES.written()
+    assert len(_pipeline_requests(gitlab)) == 1
+    assert "(GitLab answered 502 Bad Gateway to GET /projects/:id/pipelines/:id, so no more were asked for)" in err
+
+
 def test_a_kind_the_stack_file_does_not_class_is_shown_but_not_written(
     tmp_path: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:

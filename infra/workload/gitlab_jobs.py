@@ -231,7 +231,8 @@ def _read_pipeline_sources(
     """The source of each pipeline whose wanted jobs' entries lack it (one request per pipeline, those with the
     most such jobs first), within MAX_PIPELINE_LOOKUPS and the requests the run has left.
 
-    A refusal (403: the token may not read pipelines; 404) stops the lookups: the next would be refused too."""
+    A refusal (403: the token may not read pipelines; 404; a 5xx) stops the lookups: the next would most likely be
+    refused too, and the stack file's kinds can class the jobs. A rejected token (401) ends the run."""
     counts = Counter(
         job.pipeline_id
         for job in history.jobs
@@ -249,9 +250,9 @@ def _read_pipeline_sources(
         asked += 1
         try:
             answer = get_object(client, f"{project_path}/pipelines/{pipeline_id}", f"pipeline {pipeline_id}")
+        except GitlabAuthenticationError:
+            raise
         except GitlabError as err:
-            if err.response_code not in (403, 404):
-                raise
             refused = gitlab_status(err)
             break
         except BadAnswer:
