@@ -81,10 +81,10 @@ def apply(platform: CommentedMap, edit: WorkloadEdit) -> CommentedMap:
         section["batches_per_day"] = edit.batches_per_day
     elif "batches_per_day" in section:
         _delete(section, "batches_per_day")
-    if edit.kinds and not isinstance(section.get("profiles"), dict):
-        section["profiles"] = CommentedMap()
     if edit.kinds:
-        section.fa.set_block_style()
+        if not isinstance(section.get("profiles"), dict):
+            section["profiles"] = CommentedMap()
+        section.fa.set_block_style()  # a flow mapping cannot hold the block-style kinds
         section["profiles"].fa.set_block_style()
     for name, kinds in edit.kinds.items():
         profiles = section["profiles"]
@@ -95,7 +95,7 @@ def apply(platform: CommentedMap, edit: WorkloadEdit) -> CommentedMap:
 
 
 def _set_kinds(profile: CommentedMap, kinds: dict[str, dict[str, Any]]) -> None:
-    profile.fa.set_block_style()  # a flow mapping cannot hold the block-style kinds
+    profile.fa.set_block_style()
     replaced = [key for key in LEGACY_KEYS if key in profile]
     if not isinstance(profile.get("kinds"), dict):
         at = list(profile).index(replaced[0]) if replaced else len(profile)
