@@ -17,7 +17,8 @@ Every request goes through `PinnedSession`, which bounds what one run can cost a
   most `MAX_RETRIES` times in a row. Other answers reach python-gitlab without those two headers, so its
   retry of a 5xx backs off on its own short, bounded schedule.
 - **requests per run**: at most `MAX_REQUESTS` per client; a list is read `list_pages` at a time, at most
-  `MAX_PAGES` pages, and a page already read (same link, same content) stops it.
+  `MAX_PAGES` pages, and a page already read (same link, same content) stops it; lookups one by one (a
+  pipeline's source: `MAX_PIPELINE_LOOKUPS`) stop before the run's last requests (`requests_left`).
 
 Over a bound: one `RefusedAnswer` line (`exit_code` 2: not what GitLab answers, check the URL; 1: try later).
 python-gitlab is imported by whoever calls `connect`.
@@ -50,6 +51,9 @@ MAX_PAGES = 500
 """Pages one list may take (50,000 items at 100 a page): past that the list is refused, not read on."""
 MAX_REQUESTS = 1_000
 """Requests one client sends in a run, retries and redirect hops included."""
+MAX_PIPELINE_LOOKUPS = 500
+"""Pipelines one run asks for one by one (`GET /projects/:id/pipelines/:id`, where the jobs list does not say a
+pipeline's source): half the run's requests, the pipelines with the most jobs first."""
 MAX_RETRIES = 5
 """429 answers in a row to one request before giving up."""
 MAX_WAIT_SECONDS = 120
@@ -193,6 +197,10 @@ class PinnedSession(requests.Session):
         self.max_retries, self.max_wait, self.notice = max_retries, max_wait, notice
         self.sent = 0
         self.hooks["response"].insert(0, self._read_bounded)
+
+    def requests_left(self) -> int:
+        """Requests this session may still send; one request may take `max_retries` + 1 of them."""
+        return self.max_requests - self.sent
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
         target = request.url or ""

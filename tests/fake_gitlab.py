@@ -382,7 +382,7 @@ def _review_route(
     return None
 
 
-# --- CI job history: `GET /projects/:id` and `GET /projects/:id/jobs` (workload --from-gitlab) -------------
+# --- CI job history: `GET /projects/:id`, its jobs and pipelines, `GET /runners/:id` (workload --from-gitlab) -
 
 
 @dataclass
@@ -419,14 +419,19 @@ class CiHistory:
     """The headers of the 429 answers instead of `Retry-After: <retry_after>`."""
     page_headers: dict[str, str] = field(default_factory=dict)
     """Headers added to (or replacing) those of every jobs page (a `Link` of its own)."""
+    pipelines: dict[int, Any] = field(default_factory=dict)
+    """Pipeline id to what `GET /projects/:id/pipelines/:id` answers (a JSON value, or `Raw`); unknown: 404."""
+    pipeline_refusal: tuple[int, str] | None = None
+    """(status, message) answered to every pipeline request instead (403: the token may not read pipelines)."""
 
 
 _PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
 _PROJECT_JOBS = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs$")
 _RUNNER = re.compile(r"^/api/v4/runners/(?P<runner>\d+)$")
+_PIPELINE = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/pipelines/(?P<pipeline>\d+)$")
 
 
-def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal, like the API it fakes
+def route_ci_history(  # noqa: PLR0911, PLR0912 - one answer per endpoint and per refusal, like the API it fakes
     history: CiHistory, handler: _Handler, method: str, path: str
 ) -> tuple[int, Any, dict[str, str]] | None:
     """The answer to a project, jobs or runner request, or None for a path this block does not serve."""
@@ -437,11 +442,13 @@ def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal
         if handler.headers.get("PRIVATE-TOKEN") not in history.runner_readers:
             return 403, {"message": "403 Forbidden - No access granted"}, {}
         return 200, {"id": runner_id, "description": f"runner {runner_id}", "tag_list": history.runners[runner_id]}, {}
-    match = _PROJECT.match(path) or _PROJECT_JOBS.match(path)
+    match = _PROJECT.match(path) or _PROJECT_JOBS.match(path) or _PIPELINE.match(path)
     if method != "GET" or match is None:
         return None
     if unquote(match["project"]) not in (str(history.project_id), history.project_path):
         return 404, {"message": "404 Project Not Found"}, {}
+    if match.re is _PIPELINE:
+        return _pipeline(history, int(match["pipeline"]))
     if match.re is _PROJECT and history.project_answer is not None:
         return 200, history.project_answer, {}
     if match.re is _PROJECT:
@@ -489,6 +496,16 @@ def route_ci_history(  # noqa: PLR0911 - one answer per endpoint and per refusal
         links.insert(0, f'<{link(page - 1)}>; rel="prev"')
     headers["Link"] = ", ".join(links)
     return 200, chunk, {**headers, **history.page_headers}
+
+
+def _pipeline(history: CiHistory, pipeline_id: int) -> tuple[int, Any, dict[str, str]]:
+    """`GET /projects/:id/pipelines/:id`: the pipeline (GitLab's `Ci::PipelineEntity`, with `source`), or a refusal."""
+    if history.pipeline_refusal is not None:
+        status, message = history.pipeline_refusal
+        return status, {"message": message}, {}
+    if pipeline_id not in history.pipelines:
+        return 404, {"message": "404 Not found"}, {}
+    return 200, history.pipelines[pipeline_id], {}
 
 
 def _hostile_page(

@@ -77,13 +77,8 @@ def _workload(out: str) -> dict[str, Any]:
 
 
 def _assert_the_figures(section: dict[str, Any]) -> None:
-    rl, supervised = section["profiles"]["rl"], section["profiles"]["supervised"]
-    assert section["batches_per_day"] == FIGURES.pipelines_per_day
-    assert (rl["jobs_per_day"], rl["minutes_per_job"]) == (FIGURES.rl_per_day, FIGURES.rl_minutes)
-    assert (supervised["jobs_per_day"], supervised["minutes_per_job"]) == (
-        FIGURES.supervised_per_day,
-        FIGURES.supervised_minutes,
-    )
+    for name, kinds in FIGURES.written().items():
+        assert section["profiles"][name]["kinds"] == kinds
 
 
 def _lint_job() -> dict[str, Any]:
@@ -122,7 +117,7 @@ def test_bad_entries_and_fields_are_skipped_and_counted_in_one_line(
     _assert_the_figures(_workload(out))
     [note] = [line for line in err.splitlines() if line.startswith("note: skipped")]
     assert note == (
-        "note: skipped from GitLab's answers: 8 of 400 job entries (3 not an object, 1 created_at: a time without a "
+        "note: skipped from GitLab's answers: 8 of 500 job entries (3 not an object, 1 created_at: a time without a "
         "timezone, 1 created_at: not an ISO 8601 time, 1 id: not a positive integer, 2 more (2 other reasons)); "
         "8 fields (2 duration: not between 0 and 31 days, 2 runner: not an object, 1 duration: not a number, "
         "1 queued_duration: not between 0 and 31 days, 2 more (2 other reasons)); 2 jobs listed twice (counted once)"
@@ -140,6 +135,7 @@ def test_bad_entries_and_fields_are_skipped_and_counted_in_one_line(
         ("queued_duration", 31 * 86_400 + 1, "queued_duration: not between 0 and 31 days"),
         ("started_at", "0001-01-01T00:00:00+01:00", "started_at: out of range"),
         ("started_at", "2026-11-29", "started_at: a time without a timezone"),
+        ("started_at", "9999-12-31T00:00:00Z", "started_at: out of range"),  # no zone east of UTC could tell it
         ("failure_reason", "\x1b[31mred", "failure_reason: not a GitLab failure reason (a snake_case word)"),
         ("tag_list", ["x" * 256], "tag_list: not a list of tags (strings of at most 255 characters)"),
         ("runner", {"id": 2**63}, "runner.id: not a positive integer"),
@@ -163,6 +159,7 @@ def test_a_field_gitlab_got_wrong_is_dropped_with_its_reason(key: str, value: An
         ("status", None, "status: not a GitLab job status"),
         ("created_at", "9" * 100, "created_at: not a timestamp"),
         ("created_at", "0001-01-01T00:00:00+01:00", "created_at: out of range"),
+        ("created_at", "9999-12-30T12:00:00-01:00", "created_at: out of range"),
     ],
 )
 def test_an_entry_without_its_essentials_is_no_job(key: str, value: Any, reason: str) -> None:
@@ -315,11 +312,11 @@ def test_a_429_waits_what_its_headers_ask_whatever_their_form(
 ) -> None:
     headers, waited, why = case
     assert gitlab.ci_history is not None
-    _serve(gitlab.ci_history, FINISHED[:40])
+    _serve(gitlab.ci_history, [job for job in FINISHED if job["name"] == "train-validate-dqn"][:40])
     gitlab.ci_history.rate_limit, gitlab.ci_history.rate_limit_headers = 1, headers
     assert _run(stack, gitlab) == 0
     out, err = capsys.readouterr()
-    assert _workload(out)["profiles"]["rl"]["minutes_per_job"] > 0
+    assert _workload(out)["profiles"]["rl"]["kinds"]["train-validate"]["minutes_per_job"] > 0
     assert sleeps == [waited]
     assert f"GitLab rate limit (HTTP 429) on /api/v4/projects/42/jobs: waiting {why}, then retrying (1 of" in err
 
@@ -412,7 +409,11 @@ def test_a_measured_figure_the_spec_refuses_is_neither_written_nor_printed(
     """Supervised jobs of 8 days (under GitLab's month, over the spec's week): `plan` would refuse the file."""
     jobs = copy.deepcopy(FINISHED)
     for job in jobs:
-        if job["name"].startswith("train-validate-") and job["duration"]:
+        if (
+            job["name"].startswith("train-validate-")
+            and job["duration"]
+            and job["tag_list"] == ["ci-training", "kapsule"]
+        ):
             job["duration"] = 8 * 86_400.0
     assert gitlab.ci_history is not None
     _serve(gitlab.ci_history, jobs)
@@ -422,7 +423,7 @@ def test_a_measured_figure_the_spec_refuses_is_neither_written_nor_printed(
         assert out == ""
         line = _error_line(err)
         assert line.startswith("error: the measured workload does not fit the spec, so nothing is written: ")
-        assert "platform.workload.profiles.supervised.minutes_per_job" in line
+        assert "platform.workload.profiles.supervised.kinds.train-validate.minutes_per_job" in line
         assert before_equals_after(stack)
     platform = load_stack_config("dev", path=stack).get("platform")
     assert load_spec(platform).workload is not None
@@ -433,6 +434,7 @@ def test_a_measured_figure_the_spec_refuses_is_neither_written_nor_printed(
     [
         (("--days", "100000"), "error: --days 100000: at most 366 days (a year) are read at once"),
         (("--until", "0001-01-02"), "error: --until '0001-01-02': not an ISO date or time"),
+        (("--until", "9999-12-31"), "error: --until '9999-12-31': not an ISO date or time"),
         (("--until", "2026-11-30T10:00\x1b[2J"), "error: --until '2026-11-30T10:00\\\\x1b[2J': not an ISO date"),
     ],
 )

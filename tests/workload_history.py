@@ -1,25 +1,33 @@
 """A project's CI job history in the shape GitLab's jobs API returns it, built from known figures.
 
-Every day of the window has `pipelines_per_day` pipelines; each runs a lint job (not training, on a
-shared runner), one job per RL name and one per supervised family, and a skipped docs job. Durations
-follow a fixed cycle around each profile's minutes (`OFFSETS`) so that the nearest-rank p50 of the
-successful jobs is the profile's minutes exactly and p90 is minutes + 6. A few jobs fail
-(`runner_system_failure` after the poll timeout, a `script_failure`), one never starts
-(`stuck_or_timeout_failure`), and two days before the window hold older pipelines that must not count.
+Two weeks, Monday to Monday, in the dev stack's time zone (Europe/Paris), and two days before them. Pipelines:
+
+- **merge requests** (`merge_request_event`), 3 a working day at 09:10, 13:20 and 17:40: each runs
+  `train-validate-<family>` for every family of both profiles;
+- **RL hyperopt trials** started by hand (`web`) on Mon, Wed and Fri at 13:30: `hyperopt-dqn`, `hyperopt-ppo`;
+- **the supervised hyperopt**, a schedule (`schedule`) every night at 22:00: `hyperopt: [<family>]`, a
+  `parallel: matrix` job.
+
+Each pipeline also runs a lint job (not training, on a shared runner) and a skipped docs job. Each kind's
+successful jobs run for durations whose nearest-rank p50 and p90 are the kind's figures exactly, and its jobs wait
+for a runner 4 s at the median, 30 s at p90 (0.1 and 0.5 min). A few jobs fail (`runner_system_failure` after the
+poll timeout, a `script_failure`), one never starts (`stuck_or_timeout_failure`), and the two days before the
+window hold older jobs, far longer, that must not count.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+import copy
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from random import Random
 from typing import Any
+from zoneinfo import ZoneInfo
 
-OFFSETS = (0, 0, 0, 0, 0, -6, -4, -2, 2, 4, 6, 15)
-"""Minutes added to a profile's duration, cycling over its jobs: 3 shorter, 5 exact, 4 longer."""
-QUEUED = (4, 4, 4, 4, 4, 4, 4, 4, 4, 30, 30, 90)
-"""Seconds a job waited for a runner, cycling likewise: p50 4 s (0.1 min), p90 30 s (0.5 min)."""
-RL_JOBS = ("train-validate-dqn", "train-validate-ppo", "hyperopt-dqn", "hyperopt-ppo")
+RL_FAMILIES = ("dqn", "ppo")
 SUPERVISED_FAMILIES = ("tft", "mamba2", "tggn", "tlob", "liquid", "kan", "xlstm", "diffusion")
+FAMILIES = {"rl": RL_FAMILIES, "supervised": SUPERVISED_FAMILIES}
 RUNNERS: dict[str | None, dict[str, Any]] = {
     "rl": {
         "id": 11,
@@ -35,130 +43,260 @@ RUNNERS: dict[str | None, dict[str, Any]] = {
 }
 POLL_TIMEOUT_SECONDS = 49 * 60
 """The dev stack's poll_timeout: a job pod that waits longer for a node fails with runner_system_failure."""
+TIME_ZONE = ZoneInfo("Europe/Paris")
+"""The dev stack's `workload.time_zone`: the hours below are told in it."""
+WORKING_DAYS = (0, 1, 2, 3, 4)
+EVERY_DAY = (0, 1, 2, 3, 4, 5, 6)
+
+
+@dataclass(frozen=True)
+class KindFigures:
+    """One kind of a profile: how its jobs are made, and the `kinds.<kind>` measuring them must give back."""
+
+    profile: str
+    kind: str
+    job_class: str
+    jobs_per_day: int
+    minutes: int
+    """The p50 of the successful jobs' durations (`minutes_per_job`)."""
+    p90: int
+    days: str
+    window: tuple[str, str]
+    """`from`/`to`: the arrival times below, rounded out to the quarter hour."""
+    failures: tuple[tuple[int, str], ...] = ()
+    """(index among the kind's jobs in the window, failure_reason) of the jobs that fail after running."""
+
+    def written(self) -> dict[str, Any]:
+        return {
+            "class": self.job_class,
+            "jobs_per_day": self.jobs_per_day,
+            "minutes_per_job": self.minutes,
+            "minutes_p90": self.p90,
+            "days": self.days,
+            "from": self.window[0],
+            "to": self.window[1],
+        }
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Pipelines of one source: on these weekdays, at these local times, each running these jobs."""
+
+    source: str
+    weekdays: tuple[int, ...]
+    times: tuple[str, ...]
+    jobs: tuple[tuple[str, str, str], ...]
+    """(profile, kind, job name) of each training job of a pipeline, in YAML order."""
+
+
+def _jobs(profile: str, kind: str, name: str) -> tuple[tuple[str, str, str], ...]:
+    return tuple((profile, kind, name.format(family=family)) for family in FAMILIES[profile])
+
+
+SCHEDULES = (
+    Schedule(
+        "merge_request_event",
+        WORKING_DAYS,
+        ("09:10", "13:20", "17:40"),
+        _jobs("rl", "train-validate", "train-validate-{family}")
+        + _jobs("supervised", "train-validate", "train-validate-{family}"),
+    ),
+    Schedule("web", (0, 2, 4), ("13:30",), _jobs("rl", "hyperopt", "hyperopt-{family}")),
+    Schedule("schedule", EVERY_DAY, ("22:00",), _jobs("supervised", "hyperopt", "hyperopt: [{family}]")),
+)
+KINDS = (
+    KindFigures(
+        "rl",
+        "train-validate",
+        "merge_request",
+        6,
+        25,
+        31,
+        "Mon-Fri",
+        ("09:00", "17:45"),
+        ((10, "runner_system_failure"), (25, "runner_system_failure"), (40, "runner_system_failure")),
+    ),
+    KindFigures("rl", "hyperopt", "batch", 2, 147, 150, "Mon,Wed,Fri", ("13:30", "13:45")),
+    KindFigures(
+        "supervised",
+        "train-validate",
+        "merge_request",
+        24,
+        45,
+        51,
+        "Mon-Fri",
+        ("09:00", "17:45"),
+        ((50, "script_failure"), (120, "runner_system_failure")),
+    ),
+    KindFigures("supervised", "hyperopt", "batch", 8, 60, 75, "Mon-Sun", ("22:00", "22:15")),
+)
 
 
 @dataclass(frozen=True)
 class Figures:
     """What the history is built from, and so what measuring it must give back."""
 
-    pipelines_per_day: int = 2
-    rl_minutes: int = 25
-    supervised_minutes: int = 45
     days: int = 14
-    before_window_days: int = 2
-    rl_failures: tuple[int, ...] = (24, 60, 108)
-    """Indexes (among the profile's jobs in the window) that fail with runner_system_failure."""
-    supervised_failures: tuple[int, ...] = (96, 168)
-    """The first fails with script_failure, the others with runner_system_failure."""
+    before_window_days: int = 7
+    kinds: tuple[KindFigures, ...] = KINDS
+    schedules: tuple[Schedule, ...] = SCHEDULES
+    stuck_day: int = 4
+    """The window's day (0: the first) on whose evening a merge request's supervised job is never taken."""
 
-    @property
-    def rl_per_day(self) -> int:
-        return self.pipelines_per_day * len(RL_JOBS)
+    def kind(self, profile: str, kind: str) -> KindFigures:
+        return next(k for k in self.kinds if (k.profile, k.kind) == (profile, kind))
 
-    @property
-    def supervised_per_day(self) -> int:
-        return self.pipelines_per_day * len(SUPERVISED_FAMILIES)
+    def written(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Profile -> kind -> the keys `--write` must put in the stack file."""
+        result: dict[str, dict[str, dict[str, Any]]] = {}
+        for kind in self.kinds:
+            result.setdefault(kind.profile, {})[kind.kind] = kind.written()
+        return result
+
+    def pipelines(self) -> int:
+        """Pipelines with a training job in the window."""
+        return sum(len(s.times) * sum(1 for day in range(self.days) if (day % 7) in s.weekdays) for s in self.schedules)
 
 
 @dataclass
-class _Builder:
-    figures: Figures
-    until: datetime
-    jobs: list[dict[str, Any]] = field(default_factory=list)
-    next_job: int = 5000
-    next_pipeline: int = 900
-    counters: dict[str, int] = field(default_factory=lambda: {"rl": 0, "supervised": 0})
+class _Slot:
+    """One training job to be: where it sits, and (once known) how long it ran and waited."""
+
+    job_id: int
+    pipeline: dict[str, Any]
+    at: datetime
+    profile: str
+    kind: str
+    name: str
+    index: int | None
+    """Its place among its kind's jobs in the window (None: before the window)."""
+    seconds: float | None = None
+    queued: float | None = None
+    failure: str | None = None
+
+
+@dataclass
+class _Ids:
+    job: int = 5000
+    pipeline: int = 900
+
+    def next_job(self) -> int:
+        self.job += 1
+        return self.job
+
+    def next_pipeline(self) -> int:
+        self.pipeline += 1
+        return self.pipeline
 
 
 def build_history(until: datetime, figures: Figures = Figures()) -> list[dict[str, Any]]:
-    """The jobs, oldest first (ids grow with time, as GitLab's do)."""
-    builder = _Builder(figures, until)
-    start = until - timedelta(days=figures.days + figures.before_window_days)
-    hours = [8 + (12 * n) // figures.pipelines_per_day for n in range(figures.pipelines_per_day)]
-    for day in range(figures.days + figures.before_window_days):
-        in_window = day >= figures.before_window_days
-        for hour in hours:
-            _pipeline(builder, start + timedelta(days=day, hours=hour), in_window)
-        if in_window and day == figures.before_window_days + 4:
-            _stuck_job(builder, start + timedelta(days=day, hours=20))
-    return builder.jobs
+    """The jobs, oldest first (ids grow with time, as GitLab's do). `until` is a Monday 00:00 UTC."""
+    assert until.weekday() == 0 and until.astimezone(TIME_ZONE).hour < 12, "the window is whole weeks from Monday"
+    first_day = until.astimezone(TIME_ZONE).date() - timedelta(days=figures.days + figures.before_window_days)
+    since = until - timedelta(days=figures.days)
+    starts: list[tuple[datetime, Schedule | None]] = []
+    for offset in range(figures.days + figures.before_window_days):
+        day = first_day + timedelta(days=offset)
+        starts += [(_local(day, c), s) for s in figures.schedules if day.weekday() in s.weekdays for c in s.times]
+    stuck_day = first_day + timedelta(days=figures.before_window_days + figures.stuck_day)
+    starts.append((_local(stuck_day, "20:00"), None))
+    ids, entries, slots = _Ids(), list[dict[str, Any] | _Slot](), list[_Slot]()
+    counters: dict[tuple[str, str], int] = {}
+    for at, runs in sorted(starts, key=lambda item: item[0]):
+        if runs is None:
+            entries.append(_stuck_job(ids, at))
+            continue
+        pipeline = _pipeline(ids, at, runs.source)
+        entries.append(_job(ids.next_job(), pipeline, at, "lint", stage="test", profile=None, seconds=60, queued=2))
+        for profile, kind, name in runs.jobs:
+            index = None
+            if at >= since:
+                index = counters.get((profile, kind), 0)
+                counters[(profile, kind)] = index + 1
+            slots.append(_Slot(ids.next_job(), pipeline, at, profile, kind, name, index))
+            entries.append(slots[-1])
+        entries.append(
+            _job(ids.next_job(), pipeline, at, "pages", stage="deploy", profile=None, queued=0, status="skipped")
+        )
+    _durations(figures, slots)
+    return [
+        _job(
+            item.job_id,
+            item.pipeline,
+            item.at,
+            item.name,
+            stage="train",
+            profile=item.profile,
+            seconds=item.seconds,
+            queued=item.queued,
+            failure=item.failure,
+        )
+        if isinstance(item, _Slot)
+        else item
+        for item in entries
+    ]
 
 
-def _pipeline(builder: _Builder, at: datetime, in_window: bool) -> None:
-    builder.next_pipeline += 1
-    pipeline = {
-        "id": builder.next_pipeline,
-        "iid": builder.next_pipeline - 800,
+def _local(day: Any, clock: str) -> datetime:
+    hours, minutes = (int(part) for part in clock.split(":"))
+    return datetime.combine(day, time(hours, minutes), TIME_ZONE).astimezone(UTC)
+
+
+def _durations(figures: Figures, slots: list[_Slot]) -> None:
+    """Each kind's durations and waits, exact at its percentiles; the jobs before the window run 5 h."""
+    for kind in figures.kinds:
+        mine = [s for s in slots if (s.profile, s.kind) == (kind.profile, kind.kind) and s.index is not None]
+        failures = dict(kind.failures)
+        successes = [s for s in mine if s.index not in failures]
+        runs = exact_percentiles(len(successes), kind.minutes * 60, kind.p90 * 60, below=120, above=900, seed=kind.kind)
+        waits = exact_percentiles(len(mine), 4, 30, below=1, above=60, seed=kind.profile)
+        for slot, seconds in zip(successes, runs, strict=True):
+            slot.seconds = seconds
+        for slot, queued in zip(mine, waits, strict=True):
+            slot.queued = queued
+            if slot.index in failures:
+                slot.failure = failures[slot.index]
+                slot.seconds = 600 if slot.failure == "script_failure" else POLL_TIMEOUT_SECONDS
+    for slot in slots:
+        if slot.index is None:
+            slot.seconds, slot.queued = 5 * 3600, 4  # counting them would move every figure
+
+
+def exact_percentiles(count: int, p50: float, p90: float, *, below: float, above: float, seed: str) -> list[float]:
+    """`count` values, in a seeded order, whose nearest-rank p50 and p90 are `p50` and `p90`: a third of them
+    spread under the median, the median, values up to the p90, the p90, and the rest `above` it."""
+    assert count >= 2 and p90 >= p50
+    k50, k90 = math.ceil(0.5 * count), math.ceil(0.9 * count)
+    ordered = [p50 - below * (1 + i % 3) for i in range(k50 - 1)] + [p50] * (k90 - k50) + [p90]
+    ordered += [p90 + above] * (count - k90)
+    assert len(ordered) == count and ordered[k50 - 1] == p50 and ordered[k90 - 1] == p90
+    values = list(ordered)
+    Random(seed).shuffle(values)
+    return values
+
+
+def _pipeline(ids: _Ids, at: datetime, source: str) -> dict[str, Any]:
+    number = ids.next_pipeline()
+    return {
+        "id": number,
+        "iid": number - 800,
         "project_id": 42,
-        "sha": f"{builder.next_pipeline:040x}",
+        "sha": f"{number:040x}",
         "ref": "main",
         "status": "success",
-        "source": "schedule",
+        "source": source,
         "created_at": _stamp(at),
         "updated_at": _stamp(at + timedelta(hours=2)),
-        "web_url": f"https://gitlab.example.com/ml-team/training/-/pipelines/{builder.next_pipeline}",
+        "web_url": f"https://gitlab.example.com/ml-team/training/-/pipelines/{number}",
     }
-    figures = builder.figures
-    _job(builder, pipeline, at, "lint", stage="test", profile=None, minutes=1, queued=2)
-    for name in RL_JOBS:
-        _profile_job(
-            builder,
-            pipeline,
-            at=at,
-            name=name,
-            profile="rl",
-            minutes=figures.rl_minutes,
-            failures=figures.rl_failures,
-            in_window=in_window,
-        )
-    for family in SUPERVISED_FAMILIES:
-        _profile_job(
-            builder,
-            pipeline,
-            at=at,
-            name=f"train-validate-{family}",
-            profile="supervised",
-            minutes=figures.supervised_minutes,
-            failures=figures.supervised_failures,
-            in_window=in_window,
-        )
-    _job(builder, pipeline, at, "pages", stage="deploy", profile=None, queued=0, status="skipped")
 
 
-def _profile_job(
-    builder: _Builder,
-    pipeline: dict[str, Any],
-    *,
-    at: datetime,
-    name: str,
-    profile: str,
-    minutes: int,
-    failures: tuple[int, ...],
-    in_window: bool,
-) -> None:
-    index = builder.counters[profile]
-    if in_window:
-        builder.counters[profile] += 1
-    cycle = index % len(OFFSETS)
-    queued = QUEUED[cycle]
-    if in_window and index in failures:
-        reason = "script_failure" if profile == "supervised" and index == failures[0] else "runner_system_failure"
-        seconds = 600 if reason == "script_failure" else POLL_TIMEOUT_SECONDS
-        _job(
-            builder, pipeline, at, name, stage="train", profile=profile, seconds=seconds, queued=queued, failure=reason
-        )
-        return
-    # Jobs before the window run far longer: counting them would move every figure.
-    total = (minutes + OFFSETS[cycle]) * 60 if in_window else 5 * 3600
-    _job(builder, pipeline, at, name, stage="train", profile=profile, seconds=total, queued=queued)
-
-
-def _stuck_job(builder: _Builder, at: datetime) -> None:
-    """A supervised job no runner took: failed after GitLab's pending timeout, never started."""
-    builder.next_pipeline += 1
-    pipeline = {"id": builder.next_pipeline, "project_id": 42, "ref": "main", "status": "failed"}
-    _job(
-        builder,
+def _stuck_job(ids: _Ids, at: datetime) -> dict[str, Any]:
+    """A merge request's supervised job no runner took: failed after GitLab's pending timeout, never started."""
+    pipeline = _pipeline(ids, at, "merge_request_event")
+    pipeline["status"] = "failed"
+    return _job(
+        ids.next_job(),
         pipeline,
         at,
         "train-validate-tft",
@@ -172,29 +310,27 @@ def _stuck_job(builder: _Builder, at: datetime) -> None:
 
 
 def _job(
-    builder: _Builder,
+    job_id: int,
     pipeline: dict[str, Any],
     at: datetime,
     name: str,
     *,
     stage: str,
     profile: str | None,
-    minutes: int = 0,
     seconds: float | None = None,
     queued: float | None,
     failure: str | None = None,
     status: str | None = None,
     started: bool = True,
-) -> None:
-    builder.next_job += 1
+) -> dict[str, Any]:
     status = status or ("failed" if failure else "success")
     ran = started and status != "skipped"
-    duration = float(seconds if seconds is not None else minutes * 60) if ran else None
+    duration = float(seconds) if ran and seconds is not None else None
     start = at + timedelta(seconds=queued or 0)
     runner = RUNNERS[profile]
     tags = {"rl": ["gpu", "kapsule"], "supervised": ["ci-training", "kapsule"], None: []}[profile]
     job: dict[str, Any] = {
-        "id": builder.next_job,
+        "id": job_id,
         "status": status,
         "stage": stage,
         "name": name,
@@ -211,7 +347,7 @@ def _job(
         "user": {"id": 7, "username": "ml-bot", "name": "ML bot", "state": "active"},
         "commit": {"id": pipeline.get("sha"), "short_id": str(pipeline.get("sha", ""))[:8], "title": "Nightly"},
         "pipeline": pipeline,
-        "web_url": f"https://gitlab.example.com/ml-team/training/-/jobs/{builder.next_job}",
+        "web_url": f"https://gitlab.example.com/ml-team/training/-/jobs/{job_id}",
         "project": {"ci_job_token_scope_enabled": False},
         "artifacts": [],
         "runner": (
@@ -236,8 +372,21 @@ def _job(
     }
     if status == "failed":
         job["failure_reason"] = failure
-    builder.jobs.append(job)
+    return job
 
 
 def _stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def without_sources(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The jobs as a GitLab before `PipelineBasic.source` lists them: their pipeline without its source."""
+    copies = copy.deepcopy(jobs)
+    for job in copies:
+        job["pipeline"].pop("source", None)
+    return copies
+
+
+def pipelines_of(jobs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Each pipeline of the jobs by id, with its source: what `GET /projects/:id/pipelines/:id` answers."""
+    return {job["pipeline"]["id"]: copy.deepcopy(job["pipeline"]) for job in jobs}

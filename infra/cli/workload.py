@@ -2,8 +2,9 @@
 
 Reads the last `--days` days of jobs of the stack's training project (`platform.gitlab.url`/`.project`,
 or `--gitlab-url`/`--project`) with the token in $GITLAB_TOKEN (scope `read_api`), sorts them into
-profiles, prints the report and the "assumed vs measured" table on stderr and the `workload:` section,
-ready to paste, on stdout; `--write` puts it into `Pulumi.<stack>.yaml` instead, keeping its comments.
+profiles and kinds (job-name prefix, and class by the pipeline's source), prints the report and the "assumed
+vs measured" table on stderr and the `workload:` section, ready to paste, on stdout; `--write` puts it into
+`Pulumi.<stack>.yaml` instead, keeping its comments.
 Everything GitLab answers is checked (`infra.gitlab_api`, `infra.workload.job_entries`), every line printed is
 escaped, and the edited stack file must load as `plan` loads it before anything is written or printed.
 Exit 2: bad stack config, token, project or GitLab answer; exit 1: GitLab unreachable or rate-limiting too
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from infra.cli import fail
 from infra.config.errors import SpecError
@@ -28,17 +30,11 @@ from infra.documents import printable
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
 from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
-from infra.workload.job_entries import parse_time
+from infra.workload.figures import WorkloadEdit, comparison, resolve, workload_edit
+from infra.workload.job_entries import EARLIEST, LATEST, parse_time
 from infra.workload.mapping import routing_of
-from infra.workload.measure import (
-    Figure,
-    measure,
-    observed_days,
-    render_comparison,
-    render_report,
-    workload_figures,
-    writable,
-)
+from infra.workload.measure import measure, observed_days, observed_start, training_in_window
+from infra.workload.report import render_comparison, render_report
 
 TOKEN_VARIABLE = "GITLAB_TOKEN"
 MAX_DAYS = 366
@@ -111,14 +107,32 @@ def _from_gitlab(
     # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
     from infra.workload.gitlab_jobs import Progress, ReadError, read_history  # noqa: PLC0415
 
+    routing = routing_of(platform)
     try:
-        history = read_history(source.url, source.project, source.token, source.since, progress=Progress(sys.stderr))
+        history = read_history(
+            source.url,
+            source.project,
+            source.token,
+            source.since,
+            progress=Progress(sys.stderr),
+            wants_source=training_in_window(routing, source.since, source.until),
+        )
     except ReadError as err:
         return _fail(str(err), err.exit_code)
     in_window = [job.created_at for job in history.jobs if source.since <= job.created_at < source.until]
-    days = observed_days(source.since, source.until, history.created_at, min(in_window, default=None))
+    first = min(in_window, default=None)
+    days = observed_days(source.since, source.until, history.created_at, first)
+    workload = platform.spec.workload
     measurement = measure(
-        history.jobs, routing_of(platform), source.since, source.until, days, runner_tags=history.runner_tags
+        history.jobs,
+        routing,
+        source.since,
+        source.until,
+        days,
+        runner_tags=history.runner_tags,
+        sources=history.pipeline_sources,
+        zone=ZoneInfo(workload.time_zone if workload is not None else "UTC"),
+        start=observed_start(source.since, history.created_at, first),
     )
     skipped = history.ledger.summary()
     if measurement.seen == 0:
@@ -126,12 +140,12 @@ def _from_gitlab(
         if skipped:
             _say(f"note: {skipped}")
         return 0
-    _say(
-        render_report(
-            measurement, history.project, {pool: r.poll_timeout_seconds for pool, r in platform.runners.items()}
-        )
-    )
-    for note in (history.runner_note, skipped):
+    assumed = (config.get("platform") or {}).get("workload")
+    resolution = resolve(measurement, assumed)
+    poll_timeouts = {pool: r.poll_timeout_seconds for pool, r in platform.runners.items()}
+    _say(render_report(measurement, resolution, history.project, poll_timeouts))
+    classes = "; ".join(note for note in (history.pipeline_note, resolution.unknown_note) if note)
+    for note in (history.runner_note, classes, *resolution.notes, skipped):
         if note:
             _say(f"note: {note}")
     if measurement.training_jobs == 0:
@@ -140,25 +154,27 @@ def _from_gitlab(
             "family matched): nothing written"
         )
         return 0
-    assumed = (config.get("platform") or {}).get("workload")
-    figures = writable(workload_figures(measurement, assumed))
-    _say("\n" + render_comparison(figures))
+    edit = workload_edit(measurement, resolution, assumed)
+    if not edit.kinds:
+        _say("workload: no kind could be written (see the notes above): nothing written")
+        return 0
+    _say("\n" + render_comparison(comparison(measurement, resolution, edit, assumed)))
     header = (
         f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
         f"({measurement.training_jobs} training jobs)\n"
         f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
     )
-    return _output(args, config, path, figures, header)
+    return _output(args, config, path, edit, header)
 
 
-def _output(args: argparse.Namespace, config: StackConfig, path: Path, figures: list[Figure], header: str) -> int:
+def _output(args: argparse.Namespace, config: StackConfig, path: Path, edit: WorkloadEdit, header: str) -> int:
     """The `workload:` section with the figures: written into the stack file (`--write`) or printed, once the
     spec accepts it; refused in one line otherwise, so that `plan` never refuses what this command wrote."""
     from infra.workload import stack_file  # noqa: PLC0415 - ruamel.yaml: only this command pays for it
 
     try:
         document = stack_file.load(path)
-        section = stack_file.apply(stack_file.platform_node(document, config.project), figures)
+        section = stack_file.apply(stack_file.platform_node(document, config.project), edit)
         if args.write:
             text = stack_file.dump(document)
             refusal = _file_refusal(text, args.stack, path.name)
@@ -210,7 +226,11 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _until(text: str | None) -> datetime:
+    """The end of the window; ValueError for a time no job can have (`job_entries.EARLIEST`/`LATEST`)."""
     if not text:
         return datetime.now(UTC)
     value = parse_time(text) if "T" in text else parse_time(text + "T00:00:00+00:00")
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not EARLIEST + timedelta(days=MAX_DAYS) <= value <= LATEST:
+        raise ValueError("out of range")
+    return value

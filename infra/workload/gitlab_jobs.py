@@ -1,7 +1,9 @@
 """Read a project's recent jobs through python-gitlab (`GET /projects/:id`, then `GET /projects/:id/jobs`).
 
 GitLab lists a project's jobs newest first (descending id), page by page (`page`/`per_page`, a `Link`
-header with rel="next"); reading stops at the first page that reaches back before the window. The client
+header with rel="next"); reading stops at the first page that reaches back before the window. Where a job's
+entry does not say its pipeline's source (GitLab before `PipelineBasic` carried it), the pipeline is asked for
+(`GET /projects/:id/pipelines/:id`, once per pipeline, within a budget). The client
 (`infra.gitlab_api`) bounds every answer, the pages and the 429 waits, and sends the token to the configured
 host only; the entries are checked one by one (`job_entries.Ledger`). Every refusal becomes a `ReadError`
 whose message is one line saying what to do. Imported only by `python -m infra workload`: python-gitlab is
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
@@ -22,8 +25,20 @@ import requests
 from gitlab.exceptions import GitlabAuthenticationError, GitlabError
 
 from infra.documents import printable
-from infra.gitlab_api import MAX_PAGES, BadAnswer, RefusedAnswer, connect, get_object, gitlab_status, list_pages
-from infra.workload.job_entries import MAX_TEXT, FieldError, Job, Ledger, aware_time, tag_list
+from infra.gitlab_api import (
+    MAX_PAGES,
+    MAX_PIPELINE_LOOKUPS,
+    MAX_REQUESTS,
+    MAX_RETRIES,
+    BadAnswer,
+    PinnedSession,
+    RefusedAnswer,
+    connect,
+    get_object,
+    gitlab_status,
+    list_pages,
+)
+from infra.workload.job_entries import MAX_TEXT, FieldError, Job, Ledger, aware_time, pipeline_source, tag_list
 from infra.workload.measure import FINISHED
 
 SCOPES = tuple(sorted(FINISHED))
@@ -32,6 +47,10 @@ SCOPE_ADVICE = "reading a project's jobs needs a token with the `read_api` scope
 MAX_RUNNER_LOOKUPS = 64
 """Runners whose tags are asked for (`GET /runners/:id`), those that ran the most jobs first; one per pool is
 what the platform has (at most 32 pools)."""
+
+
+Wanted = Callable[[Job, Mapping[int, tuple[str, ...]]], bool]
+"""Whether a job's class matters (a training job of the window), given the runners' tags."""
 
 
 class ReadError(Exception):
@@ -55,6 +74,10 @@ class History:
     """Tags of the runners that ran the jobs, where the token may read them (`GET /runners/:id`)."""
     runner_note: str = ""
     """Why runner tags are missing, if they are."""
+    pipeline_sources: dict[int, str] = field(default_factory=dict)
+    """Sources of the pipelines asked for one by one (their jobs' entries did not say)."""
+    pipeline_note: str = ""
+    """Why some pipelines' sources are missing, if they are."""
     ledger: Ledger = field(default_factory=Ledger)
     """What was skipped from GitLab's answers, and why."""
 
@@ -97,18 +120,20 @@ def read_history(
     progress: Progress | None = None,
     per_page: int = 100,
     max_pages: int | None = None,
+    wants_source: Wanted | None = None,
 ) -> History:
     """The project's jobs created since `since` (and the first older page's remainder), newest first; at most
-    `max_pages` pages (default MAX_PAGES)."""
+    `max_pages` pages (default MAX_PAGES). `wants_source(job, runner_tags)`: the jobs whose pipeline's source
+    matters, asked for where their entries lack it (default: none)."""
     progress = progress or Progress()
     client = connect(url, private_token=token, notice=progress.say)
     shown = printable(project, 120)
     try:
         answer = get_object(client, f"/projects/{quote(project, safe='')}", f"project {shown}")
-        history, jobs_path = _project(answer, project)
+        history, project_path = _project(answer, project)
         pages = list_pages(
             client,
-            jobs_path,
+            f"{project_path}/jobs",
             {"scope[]": list(SCOPES), "per_page": per_page},
             what=f"GitLab's list of the jobs of {history.project}",
             advice="read a shorter window (--days, --until)",
@@ -124,6 +149,8 @@ def read_history(
             if any(job.created_at < since for job in jobs):
                 break
         _read_runner_tags(client, history)
+        if wants_source is not None:
+            _read_pipeline_sources(client, history, project_path, wants_source, progress)
         return history
     except GitlabAuthenticationError as err:
         raise ReadError(
@@ -140,8 +167,8 @@ def read_history(
 
 
 def _project(answer: dict[str, Any], asked: str) -> tuple[History, str]:
-    """The project's path, creation time and jobs list path, each from its answer where sound (else dropped:
-    the project is then named, and its jobs asked for, as it was asked for)."""
+    """The project's path, creation time and API path, each from its answer where sound (else dropped: the
+    project is then named, and its jobs asked for, as it was asked for)."""
     ledger = Ledger()
     path = answer.get("path_with_namespace")
     if not (isinstance(path, str) and 0 < len(path) <= MAX_TEXT):
@@ -156,10 +183,10 @@ def _project(answer: dict[str, Any], asked: str) -> tuple[History, str]:
     project_id = answer.get("id")
     if isinstance(project_id, bool) or not isinstance(project_id, int) or project_id <= 0:
         ledger.drop("project id: not a positive integer")
-        jobs_path = f"/projects/{quote(asked, safe='')}/jobs"
+        api_path = f"/projects/{quote(asked, safe='')}"
     else:
-        jobs_path = f"/projects/{project_id}/jobs"
-    return History(printable(path, 120), created, ledger=ledger), jobs_path
+        api_path = f"/projects/{project_id}"
+    return History(printable(path, 120), created, ledger=ledger), api_path
 
 
 def _read_runner_tags(client: gitlab.Gitlab, history: History) -> None:
@@ -196,6 +223,68 @@ def _read_runner_tags(client: gitlab.Gitlab, history: History) -> None:
             "the others are known by their description"
         )
     history.runner_note = "; ".join(notes)
+
+
+def _read_pipeline_sources(
+    client: gitlab.Gitlab, history: History, project_path: str, wanted: Wanted, progress: Progress
+) -> None:
+    """The source of each pipeline whose wanted jobs' entries lack it (one request per pipeline, those with the
+    most such jobs first), within MAX_PIPELINE_LOOKUPS and the requests the run has left.
+
+    A refusal (403: the token may not read pipelines; 404; a 5xx) stops the lookups: the next would most likely be
+    refused too, and the stack file's kinds can class the jobs. A rejected token (401) ends the run."""
+    counts = Counter(
+        job.pipeline_id
+        for job in history.jobs
+        if job.pipeline_id is not None and job.pipeline_source is None and wanted(job, history.runner_tags)
+    )
+    ids = [pipeline for pipeline, _ in sorted(counts.items(), key=lambda item: (-item[1], -item[0]))]
+    if not ids:
+        return
+    progress(f"reading the source of {len(ids)} pipelines of {history.project} (their jobs' entries lack it)")
+    session = client.session
+    asked, without, refused = 0, 0, ""
+    for pipeline_id in ids[:MAX_PIPELINE_LOOKUPS]:
+        if isinstance(session, PinnedSession) and session.requests_left() <= MAX_RETRIES + 1:
+            break
+        asked += 1
+        try:
+            answer = get_object(client, f"{project_path}/pipelines/{pipeline_id}", f"pipeline {pipeline_id}")
+        except GitlabAuthenticationError:
+            raise
+        except GitlabError as err:
+            refused = gitlab_status(err)
+            break
+        except BadAnswer:
+            history.ledger.drop("pipeline: not a usable answer")
+            without += 1
+            continue
+        try:
+            if answer.get("source") is None:
+                without += 1
+            else:
+                history.pipeline_sources[pipeline_id] = pipeline_source(answer["source"], "pipeline source")
+        except FieldError as bad:
+            history.ledger.drop(str(bad))
+            without += 1
+    history.pipeline_note = _sources_note(len(ids), asked, without, refused)
+
+
+def _sources_note(wanted: int, asked: int, without: int, refused: str) -> str:
+    """Why some of the `wanted` pipelines' sources are unknown, in one clause, or ""."""
+    found = asked - without - (1 if refused else 0)
+    if found == wanted:
+        return ""
+    parts = []
+    if refused:
+        parts.append(f"GitLab answered {refused} to GET /projects/:id/pipelines/:id, so no more were asked for")
+    if without:
+        parts.append(f"{without} answered without a usable source")
+    if asked < wanted and not refused:
+        parts.append(
+            f"{wanted - asked} not asked for: at most {MAX_PIPELINE_LOOKUPS} a run, within its {MAX_REQUESTS} requests"
+        )
+    return f"the source of {wanted - found} of {wanted} pipelines is unknown (" + "; ".join(parts) + ")"
 
 
 def _explain(err: GitlabError, url: str, project: str) -> tuple[str, int]:

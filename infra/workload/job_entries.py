@@ -2,10 +2,10 @@
 
 An entry of `GET /projects/:id/jobs` becomes a `Job` when its essential fields (`id`, `name`, `status`,
 `created_at`) are there and sound; otherwise it is skipped, with a reason. Any other field the measurement uses
-that has the wrong type or an absurd value (`duration: 1e308`, `tag_list: 5`, `runner: "x"`) is dropped, with a
-reason, and the job still counts without it. A job id already read counts once. `Ledger` keeps the tally and
-says it in one line. What a job *is* for the measurement (`Job`) is decided here, and only here: measuring
-(`measure.py`) never sees GitLab's JSON.
+that has the wrong type or an absurd value (`duration: 1e308`, `tag_list: 5`, `runner: "x"`, a pipeline `source`
+that is no snake_case word) is dropped, with a reason, and the job still counts without it. A job id already
+read counts once. `Ledger` keeps the tally and says it in one line. What a job *is* for the measurement (`Job`)
+is decided here, and only here: measuring (`measure.py`) never sees GitLab's JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from infra.workload.mapping import JobFacts
@@ -46,7 +46,7 @@ STATUSES = frozenset(
 )
 """GitLab's job statuses (the `status` of `GET /projects/:id/jobs`)."""
 _REASON = re.compile(r"[a-z][a-z0-9_]{0,63}")
-"""GitLab's failure reasons are snake_case words (`script_failure`, `runner_system_failure`)."""
+"""GitLab's failure reasons and pipeline sources are snake_case words (`script_failure`, `merge_request_event`)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,9 @@ class Job:
     runner_description: str | None = None
     runner_id: int | None = None
     pipeline_id: int | None = None
+    pipeline_source: str | None = None
+    """Where the job's pipeline came from (`merge_request_event`, `push`, `schedule`, ...): the job's class.
+    GitLab's jobs list carries it in current versions; older ones do not (`gitlab_jobs` then asks the pipeline)."""
     stage: str = ""
 
     @classmethod
@@ -92,8 +95,14 @@ class FieldError(ValueError):
     """A field's value that cannot be used; str() is the reason, without the value."""
 
 
+EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=2)
+LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=2)
+"""The times a job may have: two days inside Python's, so that any time zone can tell one, and its next day."""
+
+
 def aware_time(value: object, key: str) -> datetime:
-    """A timestamp with a timezone, in UTC; FieldError otherwise (`"yesterday"`, a naive time, year 1 minus an hour)."""
+    """A timestamp with a timezone, in UTC; FieldError otherwise (`"yesterday"`, a naive time, year 1 minus an
+    hour, the last days of year 9999)."""
     if not isinstance(value, str) or len(value) > 64:
         raise FieldError(f"{key}: not a timestamp")
     try:
@@ -103,9 +112,12 @@ def aware_time(value: object, key: str) -> datetime:
     if when.tzinfo is None:
         raise FieldError(f"{key}: a time without a timezone")
     try:
-        return when.astimezone(UTC)
+        when = when.astimezone(UTC)
     except OverflowError:
         raise FieldError(f"{key}: out of range") from None
+    if not EARLIEST <= when <= LATEST:
+        raise FieldError(f"{key}: out of range")
+    return when
 
 
 def _id(value: object, key: str) -> int:
@@ -174,6 +186,7 @@ def read_job(entry: object) -> tuple[Job | None, list[str]]:
         runner_id=field(_id, runner.get("id"), "runner.id"),
         runner_description=field(_long_text, runner.get("description"), "runner.description"),
         pipeline_id=field(_id, pipeline.get("id"), "pipeline.id"),
+        pipeline_source=field(pipeline_source, pipeline.get("source"), "pipeline.source"),
     )
     return job, dropped
 
@@ -187,6 +200,13 @@ def _status(value: object) -> str:
 def _failure_reason(value: object, key: str) -> str:
     if not isinstance(value, str) or not _REASON.fullmatch(value):
         raise FieldError(f"{key}: not a GitLab failure reason (a snake_case word)")
+    return value
+
+
+def pipeline_source(value: object, key: str = "source") -> str:
+    """A pipeline's `source`; FieldError unless a snake_case word (GitLab adds sources over time: any word is one)."""
+    if not isinstance(value, str) or not _REASON.fullmatch(value):
+        raise FieldError(f"{key}: not a pipeline source (a snake_case word)")
     return value
 
 

@@ -1,29 +1,29 @@
-"""The workload measured from GitLab jobs: per profile, jobs per day, durations, queueing, failures (pure).
+"""The workload measured from GitLab jobs: per profile and kind, jobs, durations, queueing, arrivals (pure).
 
-Input is the jobs of GitLab's REST API (`GET /projects/:id/jobs`) as `job_entries` checked them; output is the
-figures of `platform.workload` (`infra/config/workload.py`) and a report a platform engineer can read. Durations
-are minutes rounded to 0.1; percentiles are nearest-rank, so every figure is one some job actually had.
+Input is the jobs of GitLab's REST API (`GET /projects/:id/jobs`) as `job_entries` checked them; output is a
+tally per profile and per (kind, class) of its jobs, which `figures` turns into `platform.workload`
+(`infra/config/workload.py`) and `report` into what a platform engineer reads. Durations are minutes rounded to
+0.1; percentiles are nearest-rank, so every figure is one some job actually had.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from infra.render.text import render_table
+from infra.config.workload import JobClass
 from infra.workload.job_entries import Job
+from infra.workload.kinds import job_class, kind_of, minute_of_day, weekday
 from infra.workload.mapping import Routing, profile_of
 
 NOT_TRAINING = "not a training job"
 RUNNER_SYSTEM_FAILURE = "runner_system_failure"
 FINISHED = frozenset({"success", "failed", "canceled"})
 """Job statuses that say something about the load; `skipped`, `manual` and `created` never ran."""
-MAX_REASONS_SHOWN = 5
-"""Failure reasons a row names; the rest are counted together."""
 
 
 def percentile(values: Iterable[float], pct: int) -> float | None:
@@ -39,8 +39,8 @@ def minutes(seconds: float | None) -> float | None:
 
 
 @dataclass
-class ProfileFigures:
-    """One profile's jobs in the window."""
+class Tally:
+    """Jobs of the window counted together (a profile's, a kind's, or the other jobs)."""
 
     name: str
     jobs: int = 0
@@ -60,6 +60,50 @@ class ProfileFigures:
     def queued_minutes(self, pct: int) -> float | None:
         return minutes(percentile(self.queued, pct))
 
+    def failed(self, job: Job) -> None:
+        self.failures[job.failure_reason or "unknown_failure"] += 1
+
+    def ran(self, job: Job) -> None:
+        self.jobs += 1
+        if job.pipeline_id is not None:
+            self.pipelines.add(job.pipeline_id)
+        if job.queued_duration is not None:
+            self.queued.append(job.queued_duration)
+        if job.status == "success" and job.duration is not None:
+            self.durations.append(job.duration)
+
+
+@dataclass
+class KindTally(Tally):
+    """One kind of a profile's jobs, of one class (None: its pipeline's source is unknown)."""
+
+    job_class: JobClass | None = None
+    arrivals: list[int] = field(default_factory=list)
+    """Minute of the day each job that ran was created, in the workload's time zone."""
+    weekdays: Counter[int] = field(default_factory=Counter)
+    """Jobs that ran, by weekday of creation (0 = Monday), in the workload's time zone."""
+
+    def arrived(self, job: Job, zone: tzinfo) -> None:
+        self.arrivals.append(minute_of_day(job.created_at, zone))
+        self.weekdays[weekday(job.created_at, zone)] += 1
+
+    def absorb(self, other: KindTally) -> None:
+        """Count `other`'s jobs as this kind's (a class folded into another)."""
+        self.jobs += other.jobs
+        self.durations += other.durations
+        self.queued += other.queued
+        self.failures.update(other.failures)
+        self.pipelines |= other.pipelines
+        self.arrivals += other.arrivals
+        self.weekdays.update(other.weekdays)
+
+
+@dataclass
+class ProfileFigures(Tally):
+    """One profile's jobs in the window, and the same jobs by kind and class."""
+
+    kinds: dict[tuple[str, JobClass | None], KindTally] = field(default_factory=dict)
+
 
 @dataclass
 class Measurement:
@@ -73,6 +117,14 @@ class Measurement:
     other: ProfileFigures
     seen: int = 0
     """Jobs of the window, whatever their status."""
+    start: datetime | None = None
+    """Start of the days observed (`since`, or the project's creation if later)."""
+    zone: tzinfo = UTC
+    """The workload's time zone: arrivals and weekdays are told in it."""
+
+    @property
+    def observed_from(self) -> datetime:
+        return self.start or self.since
 
     @property
     def training_pipelines(self) -> set[int]:
@@ -95,13 +147,18 @@ def measure(
     days: float,
     *,
     runner_tags: Mapping[int, tuple[str, ...]] | None = None,
+    sources: Mapping[int, str] | None = None,
+    zone: tzinfo = UTC,
+    start: datetime | None = None,
 ) -> Measurement:
-    """Sort the window's jobs (created in [since, until)) into profiles and sum them up.
+    """Sort the window's jobs (created in [since, until)) into profiles and kinds, and sum them up.
 
-    `runner_tags`: the tags of the runners (by id) where they could be read; the job list has none."""
+    `runner_tags`: the tags of the runners (by id) where they could be read; the job list has none.
+    `sources`: pipeline sources by pipeline id, for jobs whose entry does not carry its pipeline's."""
+    families = {p.name: p.families for p in routing.profiles}
     figures = {p.name: ProfileFigures(p.name) for p in routing.profiles}
     other = ProfileFigures(NOT_TRAINING)
-    result = Measurement(since, until, days, figures, other)
+    result = Measurement(since, until, days, figures, other, start=start, zone=zone)
     for item in jobs:
         job = item if isinstance(item, Job) else Job.from_api(item)
         if not since <= job.created_at < until:
@@ -111,172 +168,49 @@ def measure(
             continue
         name = profile_of(job.facts(runner_tags), routing)
         target = figures[name] if name is not None else other
+        tallies: list[Tally] = [target]
+        kind: KindTally | None = None
+        if name is not None:
+            source = job.pipeline_source or (sources or {}).get(job.pipeline_id or 0)
+            key = (kind_of(job.name, families[name], job.stage), job_class(source))
+            kind = target.kinds.setdefault(key, KindTally(key[0], job_class=key[1]))
+            tallies.append(kind)
         if job.status == "failed":
-            target.failures[job.failure_reason or "unknown_failure"] += 1
+            for tally in tallies:
+                tally.failed(job)
         if job.started_at is None:
             continue
-        target.jobs += 1
-        if job.pipeline_id is not None:
-            target.pipelines.add(job.pipeline_id)
-        if job.queued_duration is not None:
-            target.queued.append(job.queued_duration)
-        if job.status == "success" and job.duration is not None:
-            target.durations.append(job.duration)
+        for tally in tallies:
+            tally.ran(job)
+        if kind is not None:
+            kind.arrived(job, zone)
     return result
+
+
+def training_in_window(
+    routing: Routing, since: datetime, until: datetime
+) -> Callable[[Job, Mapping[int, tuple[str, ...]]], bool]:
+    """Whether a job is one `measure` sorts into a kind (created in the window, finished, of a profile): the jobs
+    whose pipeline's source matters."""
+
+    def wanted(job: Job, runner_tags: Mapping[int, tuple[str, ...]]) -> bool:
+        in_window = since <= job.created_at < until and job.status in FINISHED
+        return in_window and profile_of(job.facts(runner_tags), routing) is not None
+
+    return wanted
+
+
+def observed_start(since: datetime, project_created: datetime | None, first_job: datetime | None = None) -> datetime:
+    """The start of the days observed: `since`, or the project's creation when it is younger than the window. A
+    project is no younger than its first job: a creation time after it (GitLab's mistake) gives way to the job's."""
+    if project_created is not None and first_job is not None:
+        project_created = min(project_created, first_job)
+    return max(since, project_created) if project_created is not None else since
 
 
 def observed_days(
     since: datetime, until: datetime, project_created: datetime | None, first_job: datetime | None = None
 ) -> float:
-    """The window's length in days, cut to the project's age when it is younger than the window. A project is no
-    younger than its first job: a creation time after it (GitLab's mistake) gives way to the job's."""
-    if project_created is not None and first_job is not None:
-        project_created = min(project_created, first_job)
-    start = max(since, project_created) if project_created is not None else since
+    """The window's length in days, cut to the project's age when it is younger than the window."""
+    start = observed_start(since, project_created, first_job)
     return max((until - start) / timedelta(days=1), 1 / 24)
-
-
-# --- the figures of platform.workload -------------------------------------------------------------
-
-
-def round_half_up(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
-def tidy(value: float) -> int | float:
-    """30.0 -> 30 (the stack file's style), 37.5 stays."""
-    return int(value) if float(value).is_integer() else value
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One `platform.workload` key: what the stack assumes, what was measured, what gets written."""
-
-    key: str
-    assumed: object
-    measured: str
-    written: object
-    note: str = ""
-
-
-def workload_figures(measurement: Measurement, assumed: Mapping[str, Any] | None) -> list[Figure]:
-    """The `workload` keys to write, each with the assumed value it replaces (None: not set)."""
-    assumed = assumed or {}
-    assumed_profiles = assumed.get("profiles") or {}
-    rows = [
-        Figure(
-            "batches_per_day",
-            assumed.get("batches_per_day"),
-            f"{measurement.bursts_per_day:.1f}",
-            max(1, round_half_up(measurement.bursts_per_day)),
-            "pipelines with a training job, per day",
-        )
-    ]
-    for name, figures in measurement.profiles.items():
-        old = assumed_profiles.get(name) or {}
-        per_day = figures.per_day(measurement.days)
-        rows.append(
-            Figure(f"profiles.{name}.jobs_per_day", old.get("jobs_per_day"), f"{per_day:.1f}", round_half_up(per_day))
-        )
-        p50 = figures.duration_minutes(50)
-        if p50 is not None and p50 > 0:
-            rows.append(Figure(f"profiles.{name}.minutes_per_job", old.get("minutes_per_job"), f"{p50:.1f}", tidy(p50)))
-        elif old.get("minutes_per_job") is not None:
-            rows.append(
-                Figure(
-                    f"profiles.{name}.minutes_per_job",
-                    old["minutes_per_job"],
-                    "-",
-                    old["minutes_per_job"],
-                    "no successful job: kept",
-                )
-            )
-        if old.get("gpu_utilization") is not None:
-            rows.append(
-                Figure(
-                    f"profiles.{name}.gpu_utilization",
-                    old["gpu_utilization"],
-                    "-",
-                    old["gpu_utilization"],
-                    "not measurable from GitLab (nvidia-smi): kept",
-                )
-            )
-    return rows
-
-
-def writable(figures: list[Figure]) -> list[Figure]:
-    """The figures a profile can be written with: `minutes_per_job` must be > 0, so a profile that has
-    neither a measured nor an assumed one is left out."""
-    with_minutes = {f.key.split(".")[1] for f in figures if f.key.endswith(".minutes_per_job")}
-    return [f for f in figures if not f.key.startswith("profiles.") or f.key.split(".")[1] in with_minutes]
-
-
-# --- the report -------------------------------------------------------------------------------------
-
-
-def _pair(low: float | None, high: float | None) -> str:
-    return "-" if low is None or high is None else f"{low:.1f} / {high:.1f}"
-
-
-def _failures(counter: Counter[str], shown: int = MAX_REASONS_SHOWN) -> str:
-    ordered = sorted(counter.items(), key=lambda i: (-i[1], i[0]))
-    text = ", ".join(f"{count} {reason}" for reason, count in ordered[:shown])
-    rest = sum(count for _, count in ordered[shown:])
-    return text + (f", {rest} of {len(ordered) - shown} other reasons" if rest else "")
-
-
-def render_report(measurement: Measurement, project: str, poll_timeouts: Mapping[str, int] | None = None) -> str:
-    """The measured figures per profile, the other jobs, bursts per day, and what failures usually mean.
-
-    `poll_timeouts`: each runner's poll_timeout in seconds, by pool."""
-    days = measurement.days
-    head = (
-        f"{project}: {measurement.seen} jobs created {measurement.since:%Y-%m-%d %H:%M} .. "
-        f"{measurement.until:%Y-%m-%d %H:%M} UTC ({days:.1f} days observed)\n\n"
-    )
-    rows = []
-    for figures in [*measurement.profiles.values(), measurement.other]:
-        rows.append(
-            (
-                figures.name,
-                str(figures.jobs),
-                f"{figures.per_day(days):.1f}",
-                _pair(figures.duration_minutes(50), figures.duration_minutes(90)),
-                _pair(figures.queued_minutes(50), figures.queued_minutes(90)),
-                _failures(figures.failures) or "-",
-            )
-        )
-    text = head + render_table(
-        ("profile", "jobs", "jobs/day", "duration p50 / p90 (min)", "queued p50 / p90 (min)", "failures by reason"),
-        rows,
-    )
-    pipelines = measurement.training_pipelines
-    text += (
-        f"\nbursts: {len(pipelines)} pipelines with a training job, {measurement.bursts_per_day:.1f} per day\n"
-        "durations are of successful jobs; jobs/day counts every job a runner took (failed ones too)\n"
-        "a duration includes the pod's wait for a node, and a job that shared its GPU ran slower: "
-        "see docs/workload.md\n"
-    )
-    if any(RUNNER_SYSTEM_FAILURE in p.failures for p in measurement.profiles.values()):
-        waited = _poll_timeouts(poll_timeouts or {})
-        text += (
-            f"note: {RUNNER_SYSTEM_FAILURE} is usually a job pod that waited past the runner's poll_timeout{waited} "
-            "for a node: a GPU pool scaling up from zero took longer, or no node could be added\n"
-        )
-    return text
-
-
-def _poll_timeouts(seconds: Mapping[str, int]) -> str:
-    if not seconds:
-        return ""
-    if len(set(seconds.values())) == 1:
-        return f" ({next(iter(seconds.values()))} s here)"
-    return " (" + ", ".join(f"{pool}: {value} s" for pool, value in sorted(seconds.items())) + ")"
-
-
-def render_comparison(figures: list[Figure]) -> str:
-    """Assumed (the stack file) vs measured (GitLab) vs what is written, one row per key."""
-    rows = [(f.key, "-" if f.assumed is None else str(f.assumed), f.measured, str(f.written), f.note) for f in figures]
-    return "assumed vs measured (platform.workload):\n" + render_table(
-        ("key", "assumed", "measured", "written", ""), rows
-    )
