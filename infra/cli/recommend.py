@@ -105,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
     if chosen is not None and chosen.key != report.today.key:
         refusal = _pack_refusal(config, apply(raw, report.changes(chosen)))
         if refusal:
-            out.write(f"No recommendation: the policy pack refuses the cheapest candidate: {refusal}\n")
+            out.write(f"No recommendation: the cheapest candidate is refused: {refusal}\n")
             return 1
     if chosen is None:
         out.write(_closest(platform, report))
@@ -267,9 +267,9 @@ def _pack_refusal(config: StackConfig, changed: object) -> str:
 
     run = run_program(config.with_values({"platform": changed}), check=False)
     if run.error is not None:
-        return str(run.error).splitlines()[0]
+        return f"the program stops on it: {str(run.error).splitlines()[0]}"
     blocking = [v for v in policy_report(run) if v.level == "mandatory"]
-    return str(blocking[0]) if blocking else ""
+    return f"the policy pack refuses it: {blocking[0]}" if blocking else ""
 
 
 def _min(value: object) -> str:

@@ -12,7 +12,9 @@ cheapest floors, and skips, before simulating, a candidate that:
   the target than the p95 allows);
 - is beaten on cost and waits by a candidate of its pool already simulated;
 - would run the week of a smaller `max_size` already simulated whose caps were never reached.
-At most `max_runs` candidates are simulated: past that the search stops and says so (`cut`).
+When no candidate meets the target, those that cannot meet it are simulated after all (fewest jobs certainly
+over it first) to find the closest. At most `max_runs` candidates are simulated: past that the search stops
+and says so (`cut`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from infra.sim.pool_runs import SLOWER, PoolRun, PoolRuns
 
 MAX_RUNS = 400
 """Pool candidates simulated at most by one search (each twice: as estimated and 10 % slower)."""
+CANNOT_MEET = "cannot meet the target (slots or cold start)"
 Progress = Callable[[int, int], None]
 """Called after each simulated candidate: (simulated, still queued)."""
 
@@ -85,6 +88,8 @@ class SearchReport:
     candidates: int
     simulated: int
     skipped: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, list[PoolRun]] = field(default_factory=dict)
+    """Every pool's simulated candidates."""
     cut: bool = False
     max_runs: int = MAX_RUNS
 
@@ -257,6 +262,7 @@ class _Search:
         heapq.heapify(queue)
         best = self._best(self.target.minutes)
         cut = False
+        hopeless: list[Candidate] = []
         while queue:
             optimistic, _, _, candidate = heapq.heappop(queue)
             if best is not None and self.fixed + optimistic >= best.eur_per_week:
@@ -266,6 +272,8 @@ class _Search:
                 break
             if (why := self._pruned(candidate)) is not None:
                 self._skip(why)
+                if why == CANNOT_MEET:
+                    hopeless.append(candidate)
                 continue
             if len(self._simulated()) >= self.max_runs:
                 cut = True
@@ -282,7 +290,32 @@ class _Search:
                 self.target.allowed_over
             ):
                 best = self._best(self.target.minutes)
+        if best is None and not cut:
+            cut = self._closer(hopeless)
         return self._report(today, best, len(candidates), cut)
+
+    def _closer(self, hopeless: list[Candidate]) -> bool:
+        """Without a candidate that meets the target, the ones that cannot meet it are simulated too (fewest jobs
+        certainly over it first, within the budget), to find the closest; True when the budget cut it."""
+        hopeless.sort(key=lambda c: (c.over + c.slower_over, c.floor, c.levers))
+        for index, candidate in enumerate(hopeless):
+            if len(self._simulated()) >= self.max_runs:
+                self._skip("past the budget")
+                self.skipped["past the budget"] += len(hopeless) - index - 1
+                return True
+            if (why := self._pruned(candidate, bounds=False)) is not None:
+                self._skip(why)
+                self.skipped[CANNOT_MEET] -= 1
+                continue
+            platform = self._derive(candidate)
+            self.skipped[CANNOT_MEET] -= 1
+            if platform is not None:
+                self._simulate(candidate, platform)
+                if self.progress is not None:
+                    self.progress(len(self._simulated()), len(hopeless) - index - 1)
+        if not self.skipped.get(CANNOT_MEET):
+            self.skipped.pop(CANNOT_MEET, None)
+        return False
 
     def _simulate(self, candidate: Candidate, platform: Platform) -> PoolRun:
         space = self.spaces[candidate.pool]
@@ -293,11 +326,12 @@ class _Search:
     def _simulated(self) -> list[PoolRun]:
         return [run for runs in self.runs.values() for run in runs]
 
-    def _pruned(self, candidate: Candidate) -> str | None:
-        """Why the candidate need not be simulated, or None (see the module docstring)."""
+    def _pruned(self, candidate: Candidate, *, bounds: bool = True) -> str | None:
+        """Why the candidate need not be simulated, or None (see the module docstring); without `bounds`, only a
+        run it would repeat."""
         allowed = self.target.allowed_over
-        if candidate.over > allowed or candidate.slower_over > allowed:
-            return "cannot meet the target (slots or cold start)"
+        if bounds and (candidate.over > allowed or candidate.slower_over > allowed):
+            return CANNOT_MEET
         levers = candidate.levers
         for run in self.runs[candidate.pool]:
             other = run.levers
@@ -309,7 +343,8 @@ class _Search:
             if same_but_size and other.max_size < levers.max_size and not run.capped:
                 return "same week as a smaller max_size"
             if (
-                not run.failed
+                bounds
+                and not run.failed
                 and run.eur_per_week <= candidate.floor
                 and run.week.over(self.target.minutes) <= candidate.over
                 and run.slower.over(self.target.minutes) <= candidate.slower_over
@@ -355,6 +390,7 @@ class _Search:
             candidates=candidates,
             simulated=len(self._simulated()),
             skipped=dict(sorted(self.skipped.items())),
+            runs={pool: list(runs) for pool, runs in self.runs.items()},
             cut=cut,
             max_runs=self.max_runs,
         )
