@@ -50,7 +50,7 @@ from infra.sim.levers import (
 from infra.sim.platform_scenario import PlannedJob, sim_pools
 from infra.sim.pool_runs import SLOWER, PoolRun, PoolRuns
 
-MAX_RUNS = 400
+MAX_RUNS = 200
 """Pool candidates simulated at most by one search (each twice: as estimated and 10 % slower)."""
 CANNOT_MEET = "cannot meet the target (slots or cold start)"
 Progress = Callable[[int, int], None]
