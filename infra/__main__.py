@@ -22,6 +22,10 @@ COMMANDS = {
     ),
     "simulate": ("infra.cli.simulate", "simulate the dispatch of a pipeline or a day of jobs on the platform"),
     "workload": ("infra.cli.workload", "measure platform.workload from the training project's GitLab jobs"),
+    "recommend": (
+        "infra.cli.recommend",
+        "the cheapest platform whose merge-request wait meets the target, by simulation",
+    ),
     "docs": ("infra.cli.docs", "write the config reference (docs/config-reference.md) from the spec's models"),
 }
 """Command name -> (module with `add_parser(subparsers)`, one-line help)."""

@@ -36,7 +36,8 @@ from infra.review.delta import render_delta
 from infra.review.inputs import load_plan, read_input
 from infra.review.markdown import visible
 from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, note_marker, render_no_changes, render_note
-from infra.review.schema import STACK_NAME
+from infra.review.schema import STACK_NAME, PlanDocument
+from infra.sim.burst import BurstTimeline
 
 COMMIT_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
 MAX_LINES_CAP = 100_000
@@ -177,6 +178,7 @@ def read_note(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[NoteInp
     )
     if stack and not STACK_NAME.fullmatch(stack):  # it is in the note's hidden marker
         raise InputError(f"{stack_from} {stack[:60]!r}: not a stack name (letters, digits, '-', '_', '.')")
+    delta, base = _delta(args.base_plan, plan) if args.base_plan else ((), None)
     note = NoteInput(
         stack=stack or "dev",
         text=text,
@@ -186,7 +188,8 @@ def read_note(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[NoteInp
         warnings=tuple(head.warnings) if head else (),
         commit=head_sha[:8] if head_sha else None,
         job_url=args.job_url or env.get("CI_JOB_URL"),
-        delta=_delta(args.base_plan, plan) if args.base_plan else (),
+        delta=delta,
+        bursts=_bursts(base, head),
     )
     return note, head_sha
 
@@ -196,19 +199,31 @@ def _first(*candidates: tuple[str | None, str]) -> tuple[str | None, str]:
     return next(((value, source) for value, source in candidates if value), (None, ""))
 
 
-def _delta(base_plan: Path, head: Mapping[str, Any]) -> tuple[str, ...]:
-    """The cost delta; a base plan that cannot be used is named in the note rather than failing it."""
+def _delta(base_plan: Path, head: Mapping[str, Any]) -> tuple[tuple[str, ...], PlanDocument | None]:
+    """The cost delta, and the base's plan when it could be read; a base plan that cannot be used is named in the
+    note rather than failing it."""
     try:
         missing = not base_plan.exists() and not base_plan.is_symlink()
     except OSError:  # unreadable: load_plan says why
         missing = False
     if missing:  # the base did not build: the common case
-        return tuple(render_delta(None, head, no_base=f"no base plan ({base_plan}: {os.strerror(errno.ENOENT)})"))
+        no_base = f"no base plan ({base_plan}: {os.strerror(errno.ENOENT)})"
+        return tuple(render_delta(None, head, no_base=no_base)), None
     try:
-        base, _ = load_plan(str(base_plan))
+        base, model = load_plan(str(base_plan))
     except DocumentError as err:
-        return tuple(render_delta(None, head, no_base=f"no base plan ({err})"))
-    return tuple(render_delta(base, head))
+        return tuple(render_delta(None, head, no_base=f"no base plan ({err})")), None
+    return tuple(render_delta(base, head)), model
+
+
+def _bursts(base: PlanDocument | None, head: PlanDocument | None) -> tuple[tuple[str, BurstTimeline], ...]:
+    """The busiest burst of each side's week that the plan carries (`outputs.cost.burst`, validated)."""
+    found = []
+    for side, plan in (("base", base), ("head", head)):
+        cost = plan.outputs.cost if plan is not None else None
+        if cost is not None and cost.burst is not None:
+            found.append((side, BurstTimeline.from_json(cost.burst.model_dump(by_alias=True))))
+    return tuple(found)
 
 
 def _max_lines(value: str) -> int:

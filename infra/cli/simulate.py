@@ -9,6 +9,9 @@ against the bound the slots set, the longest wait before a job runs, and the GPU
 - `--orders N`: N seeded random job orders besides the given one (worst case shown);
 - `--upgrade-at MIN`: every runner's manager is upgraded at that minute;
 - `--single-runner`: the layout before one runner per pool, for comparison;
+- `--timeline`: also print the busiest burst of the week (as `plan` simulates it, whatever the knobs: the MR
+  note's chart) as a terminal timeline, of the current spec and, with `--set`, of the changed one;
+  `--timeline-out FILE.svg` writes it as an SVG picture (the changed spec's with `--set`);
 - `--set KEY=VALUE` (repeatable): what-if. The same scenarios on the spec changed at `platform.KEY` (the value
   read as YAML: `2`, `true`, `30m`), without editing the stack file, side by side with the current spec
   (current / changed / change), with the figures the plan and the MR note's cost delta show (EUR per day,
@@ -65,6 +68,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="POOL:A-B",
         help="the pool's scale-ups fail from minute A to minute B (nodes come after B); repeatable",
     )
+    parser.add_argument("--timeline", action="store_true", help="also print the week's busiest burst as a timeline")
+    parser.add_argument("--timeline-out", type=Path, metavar="FILE.svg", help="write the busiest burst as an SVG")
     parser.add_argument(
         "--set",
         action="append",
@@ -93,9 +98,13 @@ def main(args: argparse.Namespace) -> int:
             f"error: no job to simulate (no workload in {which}, or no training job in the pipeline)", file=sys.stderr
         )
         return 2
+    if args.timeline_out is not None and args.timeline_out.suffix.lower() != ".svg":
+        return fail(f"--timeline-out {args.timeline_out}: must name an .svg file")
     rows = scenario_rows(platform, jobs, knobs, single_runner=args.single_runner)
     if changed is None:
         sys.stdout.write(render_rows(platform, jobs, args.stack, knobs, rows))
+        if code := _timelines(args, [("current spec", platform)]):
+            return code
         return 1 if any(row.failed for row in rows) else 0
     new_platform, settings = changed
     new_rows = scenario_rows(new_platform, changed_jobs, knobs, single_runner=args.single_runner)
@@ -107,7 +116,36 @@ def main(args: argparse.Namespace) -> int:
     for warning in new_platform.warnings:
         if warning not in platform.warnings:
             sys.stdout.write(f"warning (changed spec): {warning}\n")
+    if code := _timelines(args, [("current spec", platform), ("changed spec", new_platform)]):
+        return code
     return 1 if any(row.failed for row in new_rows) else 0
+
+
+def _timelines(args: argparse.Namespace, platforms: list[tuple[str, Platform]]) -> int:
+    """`--timeline` and `--timeline-out`: the busiest burst of each spec's week (the last one's as SVG); 2 when
+    the file cannot be written."""
+    if not args.timeline and args.timeline_out is None:
+        return 0
+    from infra.render.svg import render_svg  # noqa: PLC0415 - only with the flags
+    from infra.render.timeline import render_timeline  # noqa: PLC0415
+
+    bursts = []
+    for name, platform in platforms:
+        week = simulate_week(platform)
+        if week is not None and week.burst is not None:
+            bursts.append((f"Busiest burst of the week, {name} (stack {args.stack!r})", week.burst))
+    if not bursts:
+        return fail("--timeline: no workload week to draw (platform.workload is not set)")
+    if args.timeline:
+        sys.stdout.write("".join("\n" + render_timeline(burst, title) for title, burst in bursts))
+    if args.timeline_out is not None:
+        title, burst = bursts[-1]
+        try:
+            args.timeline_out.write_text(render_svg(burst, title), encoding="utf-8")
+        except OSError as err:
+            return fail(f"--timeline-out {args.timeline_out}: cannot be written ({err.strerror or err})")
+        print(f"simulate: wrote the busiest burst to {args.timeline_out}", file=sys.stderr)
+    return 0
 
 
 def _knobs(args: argparse.Namespace) -> Knobs:

@@ -19,13 +19,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from infra.render.gantt import gantt, rows
 from infra.review.markdown import code, fenced, hidden, link, text
 from infra.review.schema import STACK_NAME
+from infra.sim.burst import BurstTimeline
 
 MAX_LINES: Final = 400
 """Diff lines shown in the note; the rest is in the job log. A readability cap, far below GitLab's limit."""
 MAX_CHARS: Final = 60_000
 """Characters of diff shown in the note (GitLab refuses notes over 1,000,000 characters)."""
+OPEN_CHART_ROWS: Final = 24
+"""A burst chart of more task rows than this is collapsed (its `<details>` closed): a long chart is hard to read."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _OP_LINE = re.compile(r"^\s+(?:[-+~<>=*]+\s*)?(\d+) to ([a-z][a-z-]{0,39})\s*$")
@@ -153,6 +157,8 @@ class NoteInput:
     job_url: str | None = None
     delta: tuple[str, ...] = ()
     """The cost delta, base against head (`infra.review.delta.render_delta`): Markdown lines shown first."""
+    bursts: tuple[tuple[str, BurstTimeline], ...] = ()
+    """The busiest burst of each side's simulated week (`base`, `head`), drawn as Mermaid gantt charts."""
 
     @property
     def summary(self) -> PreviewSummary:
@@ -171,6 +177,8 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
     parts = [note_marker(note), _heading(note), ""]
     if note.delta:
         parts += [*note.delta, ""]
+    for side, burst in note.bursts:
+        parts += [*burst_chart(side, burst), ""]
     parts.append(_headline(note, summary))
     if note.offline:
         parts += [
@@ -203,6 +211,19 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
         parts += ["", "**Warnings** of the platform spec at this commit:", "", fenced(warnings)]
     parts += ["", _footer()]
     return "\n".join(parts) + "\n"
+
+
+def burst_chart(side: str, burst: BurstTimeline) -> list[str]:
+    """A side's busiest burst as a Mermaid gantt chart in a `<details>` (closed when the chart is long)."""
+    chart = gantt(burst, f"{side} - {burst.pipeline} queued {burst.clock}")
+    summary = (
+        f"Busiest burst of the simulated week at the {text(side)}: {code(burst.pipeline)} queued {text(burst.clock)}, "
+        f"{float(burst.minutes):.1f} min to its last job's end ({len(burst.jobs)} jobs"
+        + (f", {burst.omitted} more not drawn" if burst.omitted else "")
+        + ")"
+    )
+    opened = " open" if rows(chart) <= OPEN_CHART_ROWS else ""
+    return [f"<details{opened}>", f"<summary>{summary}</summary>", "", fenced(chart, "mermaid"), "", "</details>"]
 
 
 def render_no_changes(note: NoteInput) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError
 
@@ -28,6 +28,8 @@ MAX_MINUTES: Final = 10_000_000
 """About 19 years: a makespan beyond it is not a simulated day's."""
 MAX_COUNT: Final = 10_000_000
 """Jobs or job slots."""
+MAX_BURST_ROWS: Final = 200
+"""Job attempts, cold starts or warm windows of the busiest burst's timeline (the program writes at most 40)."""
 STACK_NAME: Final = re.compile(r"\A[A-Za-z0-9_.-]{1,100}(?:/[A-Za-z0-9_.-]{1,100}){0,2}\Z")
 """A Pulumi stack name (letters, digits, `-`, `_`, `.`), or `org/project/stack`."""
 POOL_NAME: Final = re.compile(r"\A[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?\Z")
@@ -133,6 +135,16 @@ Minutes = Annotated[float | None, PlainValidator(_number(MAX_MINUTES, whole=Fals
 Count = Annotated[float | None, PlainValidator(_number(MAX_COUNT, whole=True))]
 
 
+def _present(value: float | None) -> float | None:
+    if value is None:
+        raise ValueError("must be a number, not null")
+    return value
+
+
+Time = Annotated[float | None, PlainValidator(_number(MAX_MINUTES, whole=False)), AfterValidator(_present)]
+"""Minutes that must be there (a timeline's queueing, end)."""
+
+
 class _Document(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
@@ -173,6 +185,48 @@ class CostTarget(_Document):
     merge_request_wait_minutes: Minutes = None
 
 
+class BurstJobFigure(_Document):
+    """One job attempt of the busiest burst's timeline (`infra.sim.burst`): minutes from the burst's queueing."""
+
+    name: OneLine
+    pool: PoolName
+    job_class: Literal["merge_request", "batch"] = Field(alias="class")
+    own: bool = False
+    attempt: Count = 0
+    queued: Time
+    taken: Minutes = None
+    started: Minutes = None
+    finished: Time
+    outcome: Literal["success", "failed"]
+
+
+class ColdStartFigure(_Document):
+    pool: PoolName
+    node: OneLine
+    boot: Time
+    ready: Time
+
+
+class WarmFigure(_Document):
+    pool: PoolName
+    start: Time
+    end: Time
+    nodes: Count
+
+
+class BurstFigures(_Document):
+    """`outputs.cost.burst`: the week's busiest burst, drawn in the MR note (bounded: the note stays readable)."""
+
+    pipeline: OneLine
+    start_minute: Time
+    clock: OneLine
+    minutes: Time
+    omitted: Count = 0
+    jobs: list[BurstJobFigure] = Field(max_length=MAX_BURST_ROWS)
+    cold_starts: list[ColdStartFigure] = Field(default_factory=list, max_length=MAX_BURST_ROWS)
+    warm: list[WarmFigure] = Field(default_factory=list, max_length=MAX_BURST_ROWS)
+
+
 class CostFigures(_Document):
     """`outputs.cost`: the simulated week. A key may be absent (a plan from before the simulation, or the week)."""
 
@@ -181,6 +235,7 @@ class CostFigures(_Document):
     failed_jobs: Count = None
     merge_request_wait_p95_minutes: Minutes = None
     slo: CostTarget | None = None
+    burst: BurstFigures | None = None
 
 
 class PlanOutputs(_Document):

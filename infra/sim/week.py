@@ -12,7 +12,8 @@ scenario). From its result:
   into waiting for a runner slot and waiting for a node: p50, p95 (nearest rank) and the longest; and the
   jobs that failed for good (a retried job counts once);
 - per pipeline (a burst: jobs queued together), its makespan; the report shows the largest;
-- the target `platform.slo.merge_request_wait_minutes`, met or missed (a miss is a warning at that key).
+- the target `platform.slo.merge_request_wait_minutes`, met or missed (a miss is a warning at that key);
+- the busiest burst's timeline (`infra.sim.burst`), bounded in size: what the MR note draws.
 
 The old setup (`workload.baseline`) is the same week on one always-on node of the baseline type running one
 job at a time (one runner, `concurrent = 1`: jobs wait in GitLab), plus `idle_node_types` billed around the
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
 from infra.sim.arrivals import DAYS, week_jobs
+from infra.sim.burst import BurstTimeline, busiest_burst
 from infra.sim.engine import simulate
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.results import SimResult
@@ -144,6 +146,8 @@ class CostReport:
     classes: tuple[ClassWaits, ...]
     merge_request_target_minutes: float | None = None
     """`platform.slo.merge_request_wait_minutes`."""
+    burst: BurstTimeline | None = None
+    """The busiest burst's timeline (`infra.sim.burst`): the MR note's chart, `simulate --timeline`."""
 
     @property
     def jobs_per_week(self) -> int:
@@ -213,6 +217,7 @@ class CostReport:
                 None if self.merge_request_p95 is None else _round(self.merge_request_p95, 2)
             ),
             "slo": {"merge_request_wait_minutes": self.merge_request_target_minutes, "met": self.target_met},
+            "burst": None if self.burst is None else self.burst.as_json(),
             "profiles": [
                 {
                     "profile": p.profile,
@@ -285,6 +290,7 @@ def week_report(platform: Platform, jobs: Sequence[PlannedJob], result: SimResul
         longest_wait_minutes=result.longest_wait,
         classes=class_waits(jobs, result),
         merge_request_target_minutes=platform.spec.slo.merge_request_wait_minutes,
+        burst=busiest_burst(platform, jobs, result),
     )
 
 

@@ -1,0 +1,148 @@
+"""One GPU pool's week under one candidate of `recommend` (pure): simulated alone, as estimated and slower.
+
+Pools do not interact in the dispatch (each runner serves one pool, a job's tags reach only its pool's
+runners, nodes and billing are per pool), so a pool's jobs dispatched with only its own pool and runners run
+exactly as they do in the whole platform's week: the search simulates each pool's candidates once and
+combines pools afterwards (EUR adds up, the waits merge). `PoolRuns` caches runs by their scenario, so a
+candidate that builds a scenario already run is not run again.
+
+A run also says whether a larger `max_size` could change anything: when neither the node cap nor the shared
+runner's slots were ever reached (`capped` is False), a larger max_size dispatches the same week.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+from infra.model.platform import Platform
+from infra.sim.arrivals import DAYS
+from infra.sim.engine import simulate
+from infra.sim.levers import Levers
+from infra.sim.platform_scenario import PlannedJob, scenario
+from infra.sim.results import SimResult
+from infra.sim.scenario import Scenario
+
+MINUTES_PER_WEEK = DAYS * 24 * 60
+SLOWER = Fraction(11, 10)
+"""The target must hold with jobs this much slower than estimated too."""
+
+Wait = tuple[Fraction, Fraction, Fraction]
+"""A merge-request job's wait: (total, for a slot, for a node)."""
+
+
+@dataclass(frozen=True)
+class Week:
+    """One pool's week, one run: its merge-request waits, failures, billing and whether a cap was reached."""
+
+    waits: tuple[Wait, ...]
+    """Merge-request jobs' waits over their attempts, sorted by total."""
+    failed: int
+    scaled_node_minutes: int
+    capped: bool
+    """The node cap or the shared runner's slots were reached at some point."""
+    longest_job: Fraction
+    """The longest run (as run) of the pool's jobs."""
+    totals: tuple[Fraction, ...] = field(default=(), compare=False)
+    """The waits' totals, sorted (for `over`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "totals", tuple(total for total, _, _ in self.waits))
+
+    def over(self, target: Fraction) -> int:
+        """Merge-request jobs that waited longer than `target`."""
+        return len(self.totals) - bisect_right(self.totals, target)
+
+
+@dataclass(frozen=True)
+class PoolRun:
+    """A pool's candidate: its EUR/week (as estimated) and both weeks."""
+
+    pool: str
+    levers: Levers
+    eur_per_week: Fraction
+    week: Week
+    slower: Week
+
+    @property
+    def failed(self) -> int:
+        return self.week.failed + self.slower.failed
+
+    @property
+    def capped(self) -> bool:
+        return self.week.capped or self.slower.capped
+
+
+class PoolRuns:
+    """Runs pools' candidates, each scenario once."""
+
+    def __init__(self) -> None:
+        self.cache: dict[Scenario, Week] = {}
+        self.simulated = 0
+        """Scenarios actually dispatched (a cached one is not counted again)."""
+
+    def run(self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob]) -> PoolRun:
+        """`pool` of `platform` (the candidate's, derived) over its `jobs` of the week."""
+        derived = platform.pools[pool]
+        weeks = [self._week(platform, pool, jobs, slower) for slower in (Fraction(1), SLOWER)]
+        always_on = Fraction(derived.min_size * MINUTES_PER_WEEK)
+        eur = (Fraction(weeks[0].scaled_node_minutes) + always_on) * derived.eur_per_hour / 60
+        return PoolRun(pool, levers, eur, weeks[0], weeks[1])
+
+    def _week(self, platform: Platform, pool: str, jobs: Sequence[PlannedJob], slower: Fraction) -> Week:
+        built = pool_scenario(platform, pool, jobs, slower)
+        cached = self.cache.get(built)
+        if cached is None:
+            self.simulated += 1
+            cached = self.cache[built] = week_of(built, jobs, simulate(built))
+        return cached
+
+
+def pool_scenario(platform: Platform, pool: str, jobs: Sequence[PlannedJob], slower: Fraction) -> Scenario:
+    """The platform's scenario of `jobs` with only `pool` and its runners."""
+    built = scenario(platform, jobs, slower=slower)
+    return replace(
+        built,
+        pools=tuple(p for p in built.pools if p.name == pool),
+        runners=tuple(r for r in built.runners if pool in r.pools),
+    )
+
+
+def week_of(built: Scenario, jobs: Sequence[PlannedJob], result: SimResult) -> Week:
+    """What the search keeps of a pool's run."""
+    sums = result.waits()
+    waits = sorted(
+        (slot + node, slot, node)
+        for job, final in zip(jobs, result.finals, strict=True)
+        if job.job_class == "merge_request" and final.started is not None
+        for slot, node in (sums[final.first_id],)
+    )
+    (pool,) = built.pools
+    shared = next(r for r in built.runners if r.name == pool.name)  # the held slots' runner is `<pool>-mr`
+    simulated = result.pool(pool.name)
+    held_by_shared = _peak(result, shared.name)
+    runs = [j.finished - j.started for j in result.jobs if j.started is not None and j.outcome == "success"]
+    return Week(
+        waits=tuple(waits),
+        failed=len(result.failed),
+        scaled_node_minutes=simulated.scaled_node_minutes,
+        capped=simulated.peak_nodes >= pool.max_nodes or held_by_shared >= shared.concurrent,
+        longest_job=max(runs, default=Fraction(0)),
+    )
+
+
+def _peak(result: SimResult, runner: str) -> int:
+    """The most jobs the runner held at once (taken, not ended)."""
+    edges = sorted(
+        edge
+        for job in result.jobs
+        if job.runner == runner and job.taken is not None
+        for edge in ((job.taken, 1), (job.finished, -1))
+    )
+    held = most = 0
+    for _, step in edges:  # at one instant an end (-1) comes before a take (+1)
+        held += step
+        most = max(most, held)
+    return most
