@@ -125,6 +125,9 @@ def test_write_changes_only_the_keys_lines_and_keeps_comments(
     text = text.replace("    pools:\n", "    # the pools, commented\n    pools:\n", 1)
     path.write_text(text, encoding="utf-8")
     before = path.read_text(encoding="utf-8").splitlines()
+    assert main(["recommend", "--config", str(path)]) == 0
+    assert f"python -m infra recommend --config {path} --write" in capsys.readouterr().out  # this file, not dev's
+    assert path.read_text(encoding="utf-8").splitlines() == before
     assert main(["recommend", "--config", str(path), "--write"]) == 0
     out = capsys.readouterr().out
     assert "-        max_size: 1  # one node, for now" in out and "+        max_size: 2  # one node, for now" in out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -136,7 +137,8 @@ def _recommend(
     text = _diff(path, config, found, expected=apply(raw, found), out=out)
     out.write("\n" + _front(report))
     if not args.write:
-        out.write(f"\nWrite it into {path.name}: python -m infra recommend --stack {args.stack} --write\n")
+        source = f"--config {shlex.quote(str(args.config))}" if args.config else f"--stack {args.stack}"
+        out.write(f"\nWrite it into {path.name}: python -m infra recommend {source} --write\n")
         return 0
     if text is None:
         return fail(f"{path.name}: nothing written (see above)")
