@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from support.paths import ROOT
 
 if TYPE_CHECKING:
-    from plans import PlanRun
+    from support.plans import PlanRun
 
     from infra.offline.harness import ProgramRun
     from infra.offline.mocks import RecordingMonitor
     from infra.offline.stack_config import StackConfig
 
-ROOT = Path(__file__).resolve().parents[1]
 
 # Importing the SDKs and collecting the tests make some 300,000 long-lived objects. The cyclic GC would scan
 # them again in every full collection until the worker exits: it stays off until collection is done, and
@@ -113,7 +113,7 @@ def stack_file(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
 @pytest.fixture(scope="session")
 def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> PlanRun:
     """`python -m infra plan --out DIR` on the dev stack, run once for the tests that read its text and files."""
-    from plans import PlanRun, run_command
+    from support.plans import PlanRun, run_command
 
     artifacts = tmp_path_factory.mktemp("plan-out")
     run = run_command("plan", "--stack", "dev", "--out", str(artifacts))
@@ -123,7 +123,7 @@ def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> PlanRun:
 @pytest.fixture(scope="session")
 def dev_plan_json_text() -> tuple[int, str]:
     """`python -m infra plan --json` on the dev stack, run once: its exit code and what it printed."""
-    from plans import run_command
+    from support.plans import run_command
 
     run = run_command("plan", "--json")
     return run.code, run.out
@@ -139,6 +139,6 @@ def dev_plan_json(dev_plan_json_text: tuple[int, str]) -> tuple[int, dict[str, A
 @pytest.fixture(scope="session")
 def dev_plan_document(dev_stack: StackConfig, dev_run: ProgramRun) -> dict[str, Any]:
     """The plan document of the shared dev run, as `plan --json` writes it (the base side of plan diffs)."""
-    from plans import plan_json
+    from support.plans import plan_json
 
     return plan_json(dev_stack, dev_run)

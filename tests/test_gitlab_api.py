@@ -2,7 +2,8 @@
 a list may page, how many requests a run may send, and how GitLab's text is shown.
 
 The three clients (`workload`, `mr-note`, `check-ci --online`) each meet a hostile answer from
-tests/fake_gitlab.py here; `tests/test_workload_answers.py` goes through the workload's answers in detail.
+tests/support/fake_gitlab.py here; `tests/workload/test_workload_answers.py` goes through the workload's
+answers in detail.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_gitlab import FakeGitLab, Raw, Token, running
+from support.fake_gitlab import FakeGitLab, Raw, Token, running
 
 from infra.__main__ import main
 from infra.documents import printable

@@ -31,7 +31,10 @@ _VALUE_SHAPES = (
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
     ("a JSON Web Token", re.compile(r"eyJ[\w-]{10,}\.eyJ[\w-]{10,}")),
 )
-"""Value shapes: at least every shape the policy pack's CREDENTIAL_VALUE refuses (tests/test_credentials_agree.py)."""
+"""Value shapes: at least every shape the policy pack's CREDENTIAL_VALUE refuses.
+
+tests/config/test_credentials_agree.py holds the two together.
+"""
 
 PROVIDER_CREDENTIAL_KEYS = (
     "gitlab:token",

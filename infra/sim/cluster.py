@@ -25,6 +25,7 @@ the cluster-autoscaler adding and removing nodes, and what the nodes bill.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -33,6 +34,7 @@ from infra.sim.schedule import FINISH, NODE_READY, RESUME, SCALE_DOWN, WARM, Sch
 from infra.sim.state import JobState, NodeState, PoolState
 
 
+@functools.lru_cache(maxsize=4096)
 def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas: int) -> Fraction:
     """How much longer a job takes: time-slicing max(1, u x jobs on its GPU); MPS max(1, u x replicas)."""
     if utilization is None:
@@ -128,8 +130,10 @@ class Cluster:
     def _advance(sharers: list[JobState], now: int) -> None:
         """Count the work done on a GPU since the last change, at each job's rate then."""
         for job in sharers:
-            job.remaining -= Fraction(now - job.since) / job.rate_slowdown
-            job.since = now
+            if now != job.since:
+                elapsed = now - job.since
+                job.remaining -= elapsed if job.rate_slowdown == 1 else elapsed / job.rate_slowdown
+                job.since = now
 
     def _reschedule(self, sharers: list[JobState], pool: PoolState, now: int) -> None:
         """New rates on a GPU; a job whose rate is unchanged keeps its finish event (same instant, exactly)."""
@@ -139,7 +143,7 @@ class Cluster:
                 continue
             job.rate_slowdown = rate
             job.version += 1
-            left = max(Fraction(0), job.remaining) * job.rate_slowdown
+            left = job.remaining * job.rate_slowdown if job.remaining > 0 else 0
             self.schedule.push(now + math.ceil(left), FINISH, (job, job.version))
 
     # the nodes and the autoscaler

@@ -11,6 +11,7 @@ cannot mean, before anything runs (ValueError naming the field), so a run at the
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -157,11 +158,17 @@ def to_ms(where: str, value: float | Fraction, *, positive: bool = False) -> int
         raise ValueError(f"{where} must be a number of minutes, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} must be a finite number of minutes, got {value!r}")
-    minutes = exact_decimal(value)
+    minutes = _exact_minutes(value)
     if minutes < 0 or (positive and minutes == 0) or minutes > MAX_MINUTES:
         low = "> 0" if positive else ">= 0"
         raise ValueError(f"{where} must be {low} and <= {MAX_MINUTES} minutes, got {value!r}")
     return round(minutes * MS_PER_MINUTE)
+
+
+@functools.lru_cache(maxsize=65536, typed=True)  # typed: 0.1 and Fraction(0.1) are equal keys, not values
+def _exact_minutes(value: float | Fraction) -> Fraction:
+    """exact_decimal, remembered: a week's jobs share their few durations and the search re-reads them."""
+    return exact_decimal(value)
 
 
 def _count(where: str, value: int, low: int, high: int) -> int:

@@ -2,7 +2,7 @@
 its access level allowed) and who may read a credential kept in a CI/CD variable (masked and protected).
 
 The credential shapes are also in `infra/config/credentials.py` (the pack imports nothing from the program):
-`tests/test_credentials_agree.py` holds the two together."""
+`tests/config/test_credentials_agree.py` holds the two together."""
 
 from __future__ import annotations
 

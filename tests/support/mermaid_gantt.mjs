@@ -1,4 +1,4 @@
-// Parses Mermaid gantt charts with Mermaid itself (tests/test_render_burst.py): a JSON list of chart texts on
+// Parses Mermaid gantt charts with Mermaid itself (tests/render/test_render_burst.py): a JSON list of chart texts on
 // stdin, a JSON list on stdout, per chart the tasks Mermaid read ({section, task, id, start, end}) or its error.
 // Usage: node mermaid_gantt.mjs NODE_MODULES (the folder holding mermaid and jsdom; .ci/oracle installs both).
 import { readFileSync } from 'node:fs';

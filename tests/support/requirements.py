@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.paths import ROOT
+
 RUNTIME = ROOT / "requirements.txt"
 DEV = ROOT / "requirements-dev.txt"
 

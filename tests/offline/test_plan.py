@@ -1,0 +1,126 @@
+"""`python -m infra plan`: the offline plan a newcomer runs first and a reviewer reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from support.paths import DATA
+from support.plans import PlanRun
+
+from infra.__main__ import main
+from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX
+
+
+def test_plan_lists_every_resource_capacity_and_outputs(dev_plan: PlanRun) -> None:
+    assert dev_plan.code == 0
+    out = dev_plan.out
+    for name in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster [protected]", "kapsule-system", "kapsule-k8s"):
+        assert name in out
+    assert "kapsule-ci-compile [protected; ignores size]" in out
+    assert "nodeType=L40S-1-48G" in out
+    assert "ci-compile   L4-1-24G    fr-par-2  0-1    7 CPU, 44 GiB  time-slicing x2  rl          2" in out
+    assert "kubeconfig = [secret]" in out
+    assert "kubeconfig=[secret]" in out  # the provider's input, in the resource table
+    assert MOCK_KUBECONFIG_PREFIX.splitlines()[0] not in out
+    assert "overcommits" in out  # the warning
+    written = sorted(p.name for p in dev_plan.artifacts.iterdir())
+    assert "capacity.txt" in written and "capacity.json" in written
+    assert json.loads((dev_plan.artifacts / "capacity.json").read_text())[0]["pool"] == "ci-compile"
+
+
+def test_plan_json_is_complete_and_masks_secrets(dev_plan_json: tuple[int, dict[str, Any]]) -> None:
+    code, document = dev_plan_json
+    assert code == 0
+    assert document["stack"] == "dev"
+    names = {r["name"] for r in document["resources"]}
+    assert {"kapsule-cluster", "kapsule-ci-compile", "kapsule-ci-training", "kapsule-system"} <= names
+    provider = next(r for r in document["resources"] if r["type"] == "pulumi:providers:kubernetes")
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+    assert document["outputs"]["kubeconfig"] == "[secret]"
+    pool = next(r for r in document["resources"] if r["name"] == "kapsule-ci-training")
+    assert pool["inputs"]["maxSize"] == 1 and isinstance(pool["inputs"]["maxSize"], int)
+    assert pool["options"]["ignore_changes"] == ["size"]
+    assert MOCK_KUBECONFIG_PREFIX.splitlines()[0] not in json.dumps(document)
+
+
+def test_plan_rejects_bad_config_with_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, dev_platform: dict[str, Any]
+) -> None:
+    dev_platform["profiles"]["rl"]["pool"] = "ci-gpu"
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": dev_platform}}))
+    assert main(["plan", "--config", str(stack_file)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "error: platform.profiles.rl.pool='ci-gpu': no such pool (pools: ci-compile, ci-training, system)\n"
+    )
+
+
+def test_plan_names_a_missing_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "nope"]) == 2
+    assert "no stack file Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
+    dev_plan: PlanRun, dev_plan_json: tuple[int, dict[str, Any]]
+) -> None:
+    assert dev_plan.code == 0
+    out = dev_plan.out
+    assert "GPU sharing (ConfigMap kube-system/gpu-ci-device-plugin-config" in out
+    assert "ci-training  ci-training                            time-slicing  4" in out
+    assert "53.6 % (46.4 % cheaper)" in out
+    assert "An average day of the week, new setup against old" in out
+    config_map = yaml.safe_load((dev_plan.artifacts / "device-plugin-config.yaml").read_text())
+    assert config_map["kind"] == "ConfigMap" and set(config_map["data"]) >= {"ci-compile", "ci-training"}
+    patch = json.loads((dev_plan.artifacts / "cluster-policy-patch.json").read_text())
+    assert patch["spec"]["devicePlugin"]["config"]["name"] == config_map["metadata"]["name"]
+    assert json.loads((dev_plan.artifacts / "cost.json").read_text())["baseline"]["keeps_up"] is True
+    document = dev_plan_json[1]
+    assert "An average day of the week, new setup against old" in document["report"]  # what MR notes post
+    assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"
+
+
+def test_a_green_plan_means_a_green_preview(
+    stack_file: Callable[[dict[str, Any]], Path],
+    dev_platform: dict[str, Any],
+    dev_plan: PlanRun,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The plan runs the policy pack over what it would register: a mandatory violation is shown, kept in the
+    JSON for the MR note, and makes `plan` exit 1 (2 stays for an unusable config)."""
+    assert dev_plan.code == 0
+    assert "Policy pack (policy/, over these resources):\n  no violation\n" in dev_plan.out
+    dev_platform["pools"]["ci-training"]["min_size"] = 1  # valid for the spec, refused by gpu-pool-scales-to-zero
+    assert main(["plan", "--json", "--config", str(stack_file(dev_platform))]) == 1
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert document["policy"] == [
+        {
+            "policy": "gpu-pool-scales-to-zero",
+            "resource": "kapsule-ci-training",
+            "message": document["policy"][0]["message"],
+            "level": "mandatory",
+        }
+    ]
+    assert document["policy"][0]["message"].startswith("GPU pool 'ci-training' (L40S-1-48G): minSize=1")
+    assert any(
+        w.startswith("policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:") for w in document["warnings"]
+    )
+    assert captured.err.startswith("error: policy gpu-pool-scales-to-zero (mandatory): kapsule-ci-training:")
+
+
+GOLDEN = DATA / "golden" / "plan-dev.json"
+
+
+def test_plan_json_of_the_dev_stack_is_the_committed_one(dev_plan_json_text: tuple[int, str]) -> None:
+    """Byte for byte: a refactoring changes none of it; a change of a figure or a resource updates the file in
+    the same commit, where a reviewer sees it (`python -m infra plan --json > tests/data/golden/plan-dev.json`)."""
+    code, text = dev_plan_json_text
+    assert code == 0
+    assert text == GOLDEN.read_text(encoding="utf-8")

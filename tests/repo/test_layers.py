@@ -1,0 +1,147 @@
+"""The layout's own rules: no import cycle under infra/ or policy/ (every import counted: module level, inside
+functions, under TYPE_CHECKING), pure modules import no Pulumi, no module over 500 lines, and `plan --json` of
+the dev stack byte-identical to the committed copy (a change of any figure is a deliberate, reviewed one)."""
+
+from __future__ import annotations
+
+import ast
+
+from support import imports
+from support.paths import ROOT
+
+MAX_MODULE_LINES = 500
+PURE = ("infra.config", "infra.model", "infra.sim", "infra.render", "infra.pipeline", "infra.capacity", "infra.catalog")
+"""The pure core: no Pulumi import, so it runs anywhere (tests, the offline CLI) and derives before any resource."""
+
+
+MODULES = imports.modules()
+GRAPH = {name: imports.ours(name, path, MODULES) for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_under_infra_or_policy() -> None:
+    assert len(GRAPH) > 50  # the walk found the modules
+    assert _cycles(GRAPH) == []
+
+
+def test_the_policy_pack_imports_nothing_from_infra() -> None:
+    """The pack is loaded by `pulumi preview --policy-pack policy/` in its own virtualenv: it stands alone."""
+    assert {
+        name: deps
+        for name, deps in GRAPH.items()
+        if name.startswith("policy") and any(dep.startswith("infra") for dep in deps)
+    } == {}
+
+
+def test_the_pure_core_imports_no_pulumi() -> None:
+    offenders = {}
+    for name, path in MODULES.items():
+        if not name.startswith(PURE):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            modules = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            bad = [m for m in modules if m.split(".")[0].startswith("pulumi")]
+            if bad:
+                offenders[name] = bad
+    assert offenders == {}
+
+
+def test_no_module_is_over_500_lines() -> None:
+    sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+TEST_FOLDERS = {
+    "config",
+    "model",
+    "render",
+    "sim",
+    "cloud",
+    "offline",
+    "pipeline",
+    "review",
+    "workload",
+    "policy",
+    "repo",
+}
+"""tests/<folder>/ per layer of infra/ (plus the policy pack and this repository's own rules); tests of the
+top-level modules (capacity, catalog, quantity, gitlab_api) sit in tests/ itself."""
+
+
+def test_tests_mirror_the_layout_and_their_helpers_live_in_support() -> None:
+    tests = ROOT / "tests"
+    files = [p for p in tests.rglob("*.py") if not {"data", "fixtures", "__pycache__"} & set(p.parts)]
+    misplaced = []
+    for path in files:
+        relative = path.relative_to(tests)
+        if relative.parts[0] == "support" or (relative.name == "conftest.py" and len(relative.parts) == 1):
+            continue
+        if not relative.name.startswith("test_"):
+            misplaced.append(f"{relative}: a helper outside tests/support/")
+        elif len(relative.parts) == 1:
+            words = relative.stem.removeprefix("test_").split("_")
+            prefixes = ("_".join(words[:n]) for n in range(1, len(words) + 1))
+            if not any((ROOT / "infra" / f"{prefix}.py").exists() for prefix in prefixes):
+                misplaced.append(f"{relative}: not a top-level module's tests")
+        elif relative.parts[0] not in TEST_FOLDERS or len(relative.parts) > 2:
+            misplaced.append(f"{relative}: not in a layer's folder")
+    assert misplaced == []
+    assert {f for f in TEST_FOLDERS - {"policy", "repo"} if not (ROOT / "infra" / f).is_dir()} == set()
+    names = [p.name for p in files if p.name.startswith("test_")]
+    assert len(names) == len(set(names))  # pytest's rootdir import mode needs unique basenames
