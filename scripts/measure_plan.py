@@ -1,6 +1,7 @@
 """Measure `python -m infra plan` against a bare import of the SDK modules it uses (README: "Speed").
 
-Both are timed as fresh processes, best of N runs, so interpreter start-up counts on both sides.
+Both are timed as fresh processes, best of N runs, so interpreter start-up counts on both sides; the runs
+alternate (imports, plan, imports, ...) so that a machine slowing down or speeding up weighs on both alike.
 Usage: python scripts/measure_plan.py [runs]
 """
 
@@ -20,19 +21,20 @@ IMPORTS = (
 )
 
 
-def best_of(command: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
 
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    imports = best_of([sys.executable, "-c", IMPORTS], runs)
-    plan = best_of([sys.executable, "-m", "infra", "plan"], runs)
+    commands = ([sys.executable, "-c", IMPORTS], [sys.executable, "-m", "infra", "plan"])
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for command, taken in zip(commands, times, strict=True):
+            taken.append(timed(command))
+    imports, plan = min(times[0]), min(times[1])
     print(f"SDK imports: {imports:.2f}s  plan: {plan:.2f}s  ratio: {plan / imports:.2f} (goal <= 1.25)")
 
 

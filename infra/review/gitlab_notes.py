@@ -14,6 +14,7 @@ its own token, as another user (`same_user` checks), so the unprotected token ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,9 +24,9 @@ from urllib.parse import quote
 
 import gitlab
 import requests
-from gitlab.exceptions import GitlabAuthenticationError, GitlabError
+from gitlab.exceptions import GitlabAuthenticationError, GitlabError, GitlabParsingError
 
-from infra.gitlab_api import RefusedAnswer, connect, gitlab_status, list_pages
+from infra.gitlab_api import BadAnswer, RefusedAnswer, connect, get_object, gitlab_status, kind_of, list_pages
 
 JOB_TOKEN_PREFIX: Final = "glcbt-"
 """CI job tokens carry this prefix (GitLab 17.x and later); they cannot post MR notes."""
@@ -117,35 +118,81 @@ def vet_token(target: Target, token: str, today: date | None = None) -> TokenFac
 
 def same_user(target: Target, token: str, user_id: int, other: str) -> bool:
     """Whether `other` acts as the user `user_id` of `token` (as `vet_token` found it); False if `other` is
-    refused: it can edit nothing."""
+    refused: it can edit nothing. An answer that does not say who it is is refused (NoteError), not read as
+    another user."""
     if token == other:
         return True
-    try:
-        theirs = _client(target, other).http_get("/user")
-    except GitlabError:
-        return False
-    return isinstance(theirs, dict) and theirs.get("id") == user_id
+    with _translated(target):
+        try:
+            theirs = get_object(_client(target, other), "/user", "GET /user with the other token")
+        except GitlabError:
+            return False
+        return _answer_id(theirs.get("id"), "GET /user with the other token: id") == user_id
 
 
 def _token_facts(client: gitlab.Gitlab, target: Target) -> TokenFacts:
-    me = client.http_get("/personal_access_tokens/self")
-    assert isinstance(me, dict)
-    user_id = int(me["user_id"])
+    """The facts of `judge_token`, each field checked: an answer of another shape is refused (BadAnswer), never
+    read as a harmless default (an `active: "false"` is not an active token)."""
+    what = "GET /personal_access_tokens/self"
+    me = get_object(client, "/personal_access_tokens/self", what)
+    user_id = _answer_id(me.get("user_id"), f"{what}: user_id")
+    scopes = me.get("scopes")
+    if not isinstance(scopes, list) or not all(isinstance(s, str) and len(s) <= 100 for s in scopes):
+        raise BadAnswer(f"GitLab's answer for {what}: scopes is {kind_of(scopes)}, not a list of names")
     try:
-        member = client.http_get(f"/projects/{quote(target.project, safe='')}/members/all/{user_id}")
-        level = int(member["access_level"]) if isinstance(member, dict) else None
+        path = f"/projects/{quote(target.project, safe='')}/members/all/{user_id}"
+        membership = f"the token's user's membership of project {target.project}"
+        member = get_object(client, path, membership)
+        level: int | None = _answer_id(member.get("access_level"), f"{membership}: access_level")
     except GitlabError as err:
         if err.response_code != 404:
             raise
         level = None
-    expires = me.get("expires_at")
     return TokenFacts(
         user_id=user_id,
-        scopes=tuple(str(s) for s in me.get("scopes") or ()),
-        expires_at=date.fromisoformat(str(expires)[:10]) if expires else None,
+        scopes=tuple(scopes),
+        expires_at=_answer_date(me.get("expires_at"), f"{what}: expires_at"),
         access_level=level,
-        active=bool(me.get("active", True)) and not me.get("revoked", False),
+        active=_answer_flag(me.get("active", True), f"{what}: active")
+        and not _answer_flag(me.get("revoked", False), f"{what}: revoked"),
     )
+
+
+def _answer_id(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
+        raise BadAnswer(f"GitLab's answer for {what} is {kind_of(value)}, not a whole number")
+    return value
+
+
+def _answer_flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise BadAnswer(f"GitLab's answer for {what} is {kind_of(value)}, not true or false")
+    return value
+
+
+def _answer_date(value: object, what: str) -> date | None:
+    """A date (`2026-12-31`, or a time whose first ten characters are one), or None: never expires."""
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        return date.fromisoformat(value[:10])
+    except ValueError:
+        raise BadAnswer(f"GitLab's answer for {what} is {kind_of(value)}, not a date like 2026-12-31") from None
+
+
+def _head_sha(client: gitlab.Gitlab, target: Target) -> str | None:
+    """The merge request's head commit, or None when GitLab does not say (an MR with no commit yet)."""
+    answer = get_object(client, _mr_path(target), target.describe())
+    sha = answer.get("sha")
+    if sha is not None and not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{7,64}", sha)):
+        raise BadAnswer(f"GitLab's answer for {target.describe()}: sha is {kind_of(sha)}, not a commit id")
+    return sha
+
+
+def _mr_path(target: Target) -> str:
+    return f"/projects/{quote(target.project, safe='')}/merge_requests/{target.mr_iid}"
 
 
 def _client(target: Target, token: str) -> gitlab.Gitlab:
@@ -161,6 +208,8 @@ def _translated(target: Target) -> Iterator[None]:
         raise NoteError(
             f"GitLab rejected the token ({gitlab_status(err)}): expired, revoked or mistyped; {TOKEN_ADVICE}"
         ) from None
+    except GitlabParsingError:
+        raise NoteError(f"GitLab's answer on {target.describe()} is not the object asked for") from None
     except GitlabError as err:
         raise NoteError(explain(err, target)) from None
     except RefusedAnswer as err:  # another host, an answer over budget, a lasting 429, paging in circles
@@ -181,22 +230,22 @@ def upsert_note(
     """
     client = _client(target, token)
     with _translated(target):
-        mr = client.projects.get(target.project, lazy=True).mergerequests.get(target.mr_iid)
-        if head_sha and mr.sha and mr.sha != head_sha:
-            return Outcome(
-                "stale", detail=f"the merge request is at {mr.sha[:12]} now, this pipeline ran {head_sha[:12]}"
-            )
+        sha = _head_sha(client, target) if head_sha else None
+        if head_sha and sha and sha != head_sha:
+            return Outcome("stale", detail=f"the merge request is at {sha[:12]} now, this pipeline ran {head_sha[:12]}")
         notes = list_pages(
             client,
-            f"/projects/{quote(target.project, safe='')}/merge_requests/{target.mr_iid}/notes",
+            f"{_mr_path(target)}/notes",
             {"per_page": 100, "sort": "asc", "order_by": "created_at"},
             what=f"the notes of {target.describe()}",
         )
         ours = [note for page in notes for note in page if _ours(note, user_id, marker)]
+        mr = client.projects.get(target.project, lazy=True).mergerequests.get(target.mr_iid, lazy=True)
         if not ours:
             if not create:
                 return Outcome("skipped")
-            return Outcome("created", mr.notes.create({"body": body}).id)
+            created = mr.notes.create({"body": body})
+            return Outcome("created", _answer_id(created.attributes.get("id"), "the note created: id"))
         note = ours[0]
         if note["body"] == body:
             return Outcome("unchanged", note["id"])

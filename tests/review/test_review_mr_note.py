@@ -379,3 +379,64 @@ def test_the_outcome_line_shows_the_origin_only(
     out = capsys.readouterr().out
     assert f"created note {gitlab.notes_of(PROJECT, MR)[0]['id']} (merge request !7 of project 42 on " in out
     assert "glpat-typed" not in out and "oauth2" not in out
+
+
+_SELF = "/api/v4/personal_access_tokens/self"
+_MEMBER = f"/api/v4/projects/{PROJECT}/members/all/{BOT.user_id}"
+_MR_PATH = f"/api/v4/projects/{PROJECT}/merge_requests/{MR}"
+_GOOD_SELF = {"user_id": BOT.user_id, "scopes": ["api"], "expires_at": "2026-12-20", "active": True}
+
+
+@pytest.mark.usefixtures("ci_env")
+@pytest.mark.parametrize(
+    "case",
+    [
+        (_SELF, [1, 2], "GET /personal_access_tokens/self is a list, not an object"),
+        (_SELF, {"scopes": ["api"]}, "user_id is null, not a whole number"),
+        (_SELF, {**_GOOD_SELF, "user_id": "900"}, "user_id is a string"),
+        (_SELF, {**_GOOD_SELF, "user_id": True}, "user_id is a boolean"),
+        (_SELF, {**_GOOD_SELF, "user_id": 1e308}, "user_id is a number, not a whole number"),
+        (_SELF, {**_GOOD_SELF, "expires_at": "yesterday"}, "expires_at is a string, not a date"),
+        (_SELF, {**_GOOD_SELF, "expires_at": 5}, "expires_at is a number, not a date"),
+        (_SELF, {**_GOOD_SELF, "scopes": "api,write_repository"}, "scopes is a string, not a list of names"),
+        (_SELF, {**_GOOD_SELF, "scopes": 5}, "scopes is a number"),
+        (_SELF, {**_GOOD_SELF, "active": "false"}, "active is a string, not true or false"),
+        (_SELF, {**_GOOD_SELF, "revoked": "no"}, "revoked is a string"),
+        (_MEMBER, [1], "membership of project 42 is a list, not an object"),
+        (_MEMBER, {"id": BOT.user_id}, "membership of project 42: access_level is null"),
+        (_MEMBER, {"id": BOT.user_id, "access_level": "20"}, "access_level is a string"),
+        (_MR_PATH, {"iid": MR, "sha": 5}, "sha is a number, not a commit id"),
+        (_MR_PATH, {"iid": MR, "sha": "<b>@all</b>"}, "sha is a string, not a commit id"),
+        (_MR_PATH, [1], f"merge request !{MR} of project 42 on "),
+        ("/api/v4/user", [1], "GET /user with the other token is a list, not an object"),
+    ],
+)
+def test_an_answer_of_another_shape_is_refused_in_one_line_and_nothing_is_written(
+    gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: tuple[str, object, str]
+) -> None:
+    """An answer of another shape is refused, never read as a default: `active: "false"` is no active token."""
+    path, answer, said = case
+    gitlab.answer = lambda method, asked, _query: (200, answer, {}) if (method, asked) == ("GET", path) else None
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and said in err
+    assert "Traceback" not in err and "bot-token" not in err
+    assert gitlab.writes() == []
+
+
+@pytest.mark.parametrize("created", [{"body": "x"}, {"id": "1001"}, [1]])
+def test_a_created_note_without_an_id_is_refused_in_one_line(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str], created: object
+) -> None:
+    gitlab.answer = lambda method, _path, _query: (201, created, {}) if method == "POST" else None
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: GitLab's answer ") and err.count("\n") == 1
+
+
+def test_a_merge_request_without_a_head_commit_is_not_stale(
+    ci_env: pytest.MonkeyPatch, gitlab: FakeGitLab, tmp_path: Path
+) -> None:
+    gitlab.answer = lambda method, path, _query: (200, {"iid": MR}, {}) if (method, path) == ("GET", _MR_PATH) else None
+    assert main(["mr-note", "--preview", _preview(tmp_path, CHANGES)]) == 0
+    assert len(gitlab.notes_of(PROJECT, MR)) == 1
