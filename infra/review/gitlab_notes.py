@@ -230,7 +230,7 @@ def upsert_note(
     """
     client = _client(target, token)
     with _translated(target):
-        sha = _head_sha(client, target) if head_sha else None
+        sha = _head_sha(client, target)  # also: the merge request exists, before its notes are read
         if head_sha and sha and sha != head_sha:
             return Outcome("stale", detail=f"the merge request is at {sha[:12]} now, this pipeline ran {head_sha[:12]}")
         notes = list_pages(
