@@ -14,7 +14,8 @@ from fractions import Fraction
 from typing import Literal
 
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"
-_QUANTITY = re.compile(rf"(?P<number>{_NUMBER})(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?")
+_QUANTITY = re.compile(rf"(?P<number>{_NUMBER})(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?", re.ASCII)
+"""ASCII digits only, as Kubernetes parses them: `\\d` alone takes `１００m` (full-width) or Arabic-Indic digits."""
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {

@@ -30,6 +30,8 @@ def test_cpu_parses_exactly(text: object, millicores: int) -> None:
         ("0.0001", "finer than 1m"),
         (1.5, "string"),
         (True, "string"),
+        ("\uff11\uff10\uff10m", "not a Kubernetes CPU quantity"),  # full-width digits: Kubernetes takes ASCII only
+        ("\u0661", "not a Kubernetes CPU quantity"),  # an Arabic-Indic one
     ],
 )
 def test_cpu_rejects(text: object, reason: str) -> None:

@@ -134,8 +134,10 @@ def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env:
         raise _OnlineError(str(err)) from None
     lint = _ci_lint(url, project, content, args.ref, token=token, job_token=None if token else job_token)
     errors = messages(lint.get("errors"))
-    if errors or not lint.get("valid"):
-        raise _OnlineError(*(errors or [f"GitLab says {path.name} is not valid (and gives no reason)"]))
+    if errors or lint.get("valid") is not True:  # `"false"`, `1` or no `valid` at all is no verdict of valid
+        raise _OnlineError(
+            *(errors or [f"GitLab does not say {path.name} is valid (valid: {printable(repr(lint.get('valid')), 40)})"])
+        )
     merged = lint.get("merged_yaml")
     if not isinstance(merged, str):
         raise _OnlineError(f"GitLab's CI Lint answer for {project} holds no merged_yaml")

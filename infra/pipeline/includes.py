@@ -63,7 +63,7 @@ class Layer:
 
     @classmethod
     def of(cls, document: dict[str, Any], shown: str) -> Layer:
-        layer = cls({k: v for k, v in document.items() if k != "include"})
+        layer = cls({_key_name(k): v for k, v in document.items() if k != "include"})
         for raw_key, value in layer.config.items():
             key = str(raw_key)
             layer.key_file[key] = shown
@@ -270,6 +270,14 @@ class Includes:
             except (OSError, ValueError):
                 return False
         return True
+
+
+def _key_name(key: Any) -> Any:
+    """A top-level key as GitLab names it: YAML reads `5:` and `yes:` as a number and a boolean, GitLab's Ruby
+    makes them the jobs `5` and `true` (which a runner takes like any other); other keys stay as read."""
+    if isinstance(key, bool):
+        return str(key).lower()
+    return str(key) if isinstance(key, int) else key
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:

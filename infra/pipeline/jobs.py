@@ -202,11 +202,27 @@ def _check_types(job: ResolvedJob) -> None:
     image = job.keys.get("image")
     if image is not None and image_name(image) is None:
         job.problems.append(Violation(job.file, job.name, "image: not an image name or {name: <image>}"))
+    rules = job.keys.get("rules")
+    if rules is not None and (not isinstance(rules, list) or not all(isinstance(r, dict | list) for r in rules)):
+        job.problems.append(Violation(job.file, job.name, "rules: not a list of rules ({if: ..., when: ...})"))
     services = job.keys.get("services")
     if services is not None and (
         not isinstance(services, list) or any(image_name(service) is None for service in services)
     ):
         job.problems.append(Violation(job.file, job.name, "services: not a list of image names or {name: <image>}"))
+
+
+def rule_variables(rules: Any) -> set[str]:
+    """Names the `variables:` of any rule set, nested `!reference`s to other rules at any depth included."""
+    found: set[str] = set()
+    pending = [rules]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, dict) and isinstance(value.get("variables"), dict):
+            found.update(str(name) for name in value["variables"])
+    return found
 
 
 def _items(value: Any) -> list[Any]:
@@ -290,6 +306,7 @@ def expand_parallel(job: ResolvedJob, work: Work) -> Iterator[ResolvedJob]:
             job.tags,
             list(job.problems),
             job.complete,
+            job.ancestors,
         )
 
 

@@ -31,6 +31,7 @@ from infra.pipeline.jobs import (
     check_variables,
     defaults,
     expand_parallel,
+    rule_variables,
     stages,
 )
 from infra.pipeline.reading import read_merged, read_yaml
@@ -136,6 +137,8 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
         pipeline.problems.append(Violation(file, "variables", f"{name}: {why}"))
 
     check_variables(pipeline.variables, GLOBAL_VARIABLE_KEYS, global_variable)
+    workflow = resolved.get("workflow")
+    pipeline.workflow_variables = rule_variables(workflow.get("rules")) if isinstance(workflow, dict) else set()
     job_defaults = defaults(resolved, global_problem)
 
     for name, value in resolved.items():
@@ -164,6 +167,7 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
             )
             check_job_variables(job)
             used = _references_of(layer.config[name]) - {name}
+            job.ancestors = base.ancestors
             job.templates = (*base.ancestors, *sorted(used - set(base.ancestors)))
             pipeline.jobs[name] = job
             pipeline.created.update((each.name, each) for each in expand_parallel(job, work))

@@ -106,6 +106,8 @@ class ResolvedJob:
     problems: list[Violation] = field(default_factory=list)
     complete: bool = True
     """False when GitLab could not even build the job (its `extends` or `parallel` fails)."""
+    ancestors: tuple[str, ...] = ()
+    """Jobs it extends, depth first: its `templates` but those it only takes values from by `!reference`."""
 
     def where(self, variable: str) -> tuple[str, str]:
         """Where the variable is set: an inherited value is reported where it is written."""
@@ -123,6 +125,9 @@ class ResolvedPipeline:
     warnings: list[str] = field(default_factory=list)
     created: dict[str, ResolvedJob] = field(default_factory=dict)
     """The jobs GitLab creates from them: a `parallel: matrix` job once per combination (`train: [dqn, 1]`)."""
+    workflow_variables: set[str] = field(default_factory=set)
+    """Variables `workflow: rules:` may set for the whole pipeline (over the predefined ones, `CI_PIPELINE_SOURCE`
+    too)."""
 
 
 class Work:

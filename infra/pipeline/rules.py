@@ -33,7 +33,7 @@ from infra.model.profiles import Profile
 from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE, SOURCE_VARIABLE, expands_per_source, holds_slots
 from infra.model.runners import Runner
 from infra.pipeline.images import AllowedImages, check_images
-from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, variable_problem
+from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, rule_variables, variable_problem
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
 from infra.pipeline.variables import expand_for_runner, expand_tag, value_text
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
@@ -92,7 +92,7 @@ def check_pipeline(
 
 def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResult:
     """The platform's rules on a resolved pipeline."""
-    checker = _Checker(platform)
+    checker = _Checker(platform, pipeline.workflow_variables)
     for warning in pipeline.warnings:
         checker.result.warn(warning)
     for problem in pipeline.problems:
@@ -116,8 +116,9 @@ def _describe(runners: Iterable[Runner]) -> str:
 
 
 class _Checker:
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, workflow_variables: set[str] | None = None) -> None:
         self.platform = platform
+        self.workflow_variables = workflow_variables or set()
         self.spec = platform.spec
         self.result = CheckResult()
         self.family_profile = {family: name for name, p in platform.profiles.items() for family in p.families}
@@ -147,6 +148,8 @@ class _Checker:
             runner = self.check_family(job, families, taking, written)
         else:
             runner = self.check_taken(job, taking)
+            if runner is not None:
+                self.check_template_keys(job, runner, written)
         if runner is not None:
             self.check_resources(job, runner)
             self.check_selectors(job, runner)
@@ -263,6 +266,14 @@ class _Checker:
             self.add(job, f"runs on pool {pool}, but {family} jobs belong on {profile.pool} (profile {profile_name})")
         return runner
 
+    def check_template_keys(self, job: ResolvedJob, runner: Runner, written: tuple[str, ...]) -> None:
+        """A job of no family that extends a profile's template and runs on its pool keeps what the template sets
+        for the platform, as a family's job does (`evaluate: extends: .train-validate-base, retry: 0`)."""
+        for profile in self.platform.profiles.values():
+            if profile.template in job.ancestors and profile.pool == runner.pool:
+                self.check_platform_keys(job, profile, written)
+                return
+
     def check_platform_keys(self, job: ResolvedJob, profile: Profile, written: tuple[str, ...]) -> None:
         """What the template sets for the platform and a job may not take away: the retry of what the platform
         causes, and on a pool with held slots the tags routed by the pipeline source."""
@@ -282,16 +293,18 @@ class _Checker:
                 f"{list(profile.tags)}: its merge-request pipelines' jobs no longer reach pool {profile.pool}'s held "
                 "slots (or no runner at all); drop `tags:` from the job",
             )
-        rules = job.keys.get("rules")
-        overridden = SOURCE_VARIABLE in job.variables or any(
-            isinstance(rule, dict) and isinstance(rule.get("variables"), dict) and SOURCE_VARIABLE in rule["variables"]
-            for rule in (rules if isinstance(rules, list) else [])
-        )
-        if overridden:
+        if SOURCE_VARIABLE in job.variables or SOURCE_VARIABLE in rule_variables(job.keys.get("rules")):
             self.add(
                 job,
                 f"sets {SOURCE_VARIABLE}, which GitLab sets and the template's tags route by (pool {profile.pool} "
                 "holds slots for merge requests): the job lands where its value says, not where its pipeline is",
+            )
+        if SOURCE_VARIABLE in self.workflow_variables:
+            self.add(
+                job,
+                f"workflow: rules: sets {SOURCE_VARIABLE}, which GitLab sets and the template's tags route by (pool "
+                f"{profile.pool} holds slots for merge requests): the job lands where its value says, not where its "
+                "pipeline is",
             )
 
     def _not_taken(self, job: ResolvedJob, own: Runner) -> None:
@@ -375,6 +388,29 @@ def _project_variables(platform: Platform) -> dict[str, Any]:
     return found
 
 
+RETRY_MAX_GITLAB = 2
+"""The most retries GitLab accepts (`retry max must be less than or equal to 2`)."""
+RETRY_KEYS = frozenset({"max", "when", "exit_codes"})
+RETRY_REASONS = frozenset(
+    {
+        "always",
+        "unknown_failure",
+        "script_failure",
+        "api_failure",
+        "stuck_or_timeout_failure",
+        "runner_system_failure",
+        "runner_unsupported",
+        "stale_schedule",
+        "job_execution_timeout",
+        "archived_failure",
+        "unmet_prerequisites",
+        "scheduler_failure",
+        "data_integrity_failure",
+    }
+)
+"""`retry: when:` values GitLab takes (its docs' list); any other refuses the pipeline."""
+
+
 def retry_problem(retry: object) -> str | None:
     """Why a job's `retry:` no longer retries what the platform causes as the templates do, or None.
 
@@ -382,12 +418,24 @@ def retry_problem(retry: object) -> str | None:
     absent: `always`). The templates set `max: 2` on runner_system_failure, stuck_or_timeout_failure and
     scheduler_failure: a job whose pod found no node within poll_timeout is retried, twice."""
     if isinstance(retry, bool) or not isinstance(retry, int | dict):
-        return f"{value_text(retry) or type(retry).__name__!r} is not a retry GitLab accepts (a number or max/when)"
+        shown = "empty" if retry is None else repr(value_text(retry) or type(retry).__name__)
+        return f"{shown} is not a retry GitLab accepts (a number or max/when)"
     maximum = retry if isinstance(retry, int) else retry.get("max", 0)
     when = ["always"] if isinstance(retry, int) else retry.get("when", ["always"])
     when = [when] if isinstance(when, str) else when
     if isinstance(maximum, bool) or not isinstance(maximum, int) or not isinstance(when, list):
         return "max and when are not a retry GitLab accepts (max: 0-2, when: a reason or a list)"
+    extra = sorted(str(key) for key in retry if key not in RETRY_KEYS) if isinstance(retry, dict) else []
+    unknown = [str(reason) for reason in when if reason not in RETRY_REASONS]
+    if maximum > RETRY_MAX_GITLAB or extra or unknown:
+        what = (
+            f"max {maximum} (GitLab takes 0 to {RETRY_MAX_GITLAB})"
+            if maximum > RETRY_MAX_GITLAB
+            else f"unknown keys {', '.join(extra)}"
+            if extra
+            else f"when {', '.join(unknown)} (no failure reason GitLab knows)"
+        )
+        return f"{what}: GitLab refuses the pipeline"
     if maximum < RETRY_MAX:
         return (
             f"max {maximum}: fewer than the templates' {RETRY_MAX} retries of what the platform causes: a GPU node "

@@ -156,3 +156,17 @@ def test_a_redirect_to_another_host_takes_no_token_there(
     assert other.requests == []
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("error: ") and f"sent the client on to {other.url}" in line and "glpat-ml" not in line
+
+
+@pytest.mark.parametrize("valid", ["false", "true", 1, None])
+def test_a_valid_that_is_not_true_is_no_verdict(
+    gitlab: FakeGitLab, tmp_path: Path, capsys: pytest.CaptureFixture[str], valid: object
+) -> None:
+    """A hostile or broken CI Lint answer `valid: "false"` was read as valid (a non-empty string): "no violation"."""
+    answer = {"valid": valid, "errors": [], "warnings": [], "merged_yaml": "job: {script: [x]}\n"}
+    gitlab.answer = lambda method, path, query: (200, answer, {}) if path.endswith("/ci/lint") else None
+    pipeline = tmp_path / ".gitlab-ci.yml"
+    pipeline.write_text("job: {script: [x]}\n")
+    assert _run(str(pipeline), "--online", "--gitlab-url", gitlab.url) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: GitLab does not say .gitlab-ci.yml is valid (valid: ") and len(err.splitlines()) == 1

@@ -189,6 +189,11 @@ def test_a_job_that_defeats_the_merge_request_routing_is_named(check_held: Any) 
             "scheduler_failure",
         ),
         ("yes", "retry: 'true' is not a retry GitLab accepts"),
+        ("~", "retry: empty is not a retry GitLab accepts"),
+        ("3", "retry: max 3 (GitLab takes 0 to 2): GitLab refuses the pipeline"),
+        ("{max: 99999999999999999999}", "retry: max 99999999999999999999 (GitLab takes 0 to 2): GitLab refuses"),
+        ("{max: 2, when: [always, nonsense]}", "retry: when nonsense (no failure reason GitLab knows): GitLab refuses"),
+        ("{max: 2, tries: 5}", "retry: unknown keys tries: GitLab refuses the pipeline"),
     ],
 )
 def test_a_job_that_overrides_the_retry_away_is_named(check: Any, retry: str, verdict: str | None) -> None:
@@ -198,3 +203,36 @@ def test_a_job_that_overrides_the_retry_away_is_named(check: Any, retry: str, ve
     else:
         (line,) = found
         assert line.startswith(f".gitlab-ci.yml: hyperopt-dqn: {verdict}"), line
+
+
+def test_a_job_of_no_family_that_extends_a_template_keeps_its_retry(check: Any) -> None:
+    """`evaluate` extends the L4's template and runs on its pool: its pod waits for a node like a family's job;
+    its `retry: 0` was not looked at."""
+    found = check("evaluate: {extends: .train-rl-base, script: [eval], retry: 0}\n")
+    (line,) = found
+    assert line.startswith(".gitlab-ci.yml: evaluate: retry: max 0: fewer than the templates' 2 retries"), line
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "verdict"),
+    [
+        (  # a job of no family that extends the template and pins the held slots' tag: batch jobs take them
+            "evaluate: {extends: .train-rl-base, script: [eval], tags: [kapsule, ci-compile-merge_request_event]}\n",
+            "evaluate: sets its own tags ['kapsule', 'ci-compile-merge_request_event'] instead of .train-rl-base's",
+        ),
+        (  # workflow: rules: variables set the source for every job of the pipeline
+            "workflow: {rules: [{variables: {CI_PIPELINE_SOURCE: merge_request_event}}]}\n"
+            "train-validate-dqn: {extends: .train-rl-base, script: [train]}\n",
+            "train-validate-dqn: workflow: rules: sets CI_PIPELINE_SOURCE",
+        ),
+        (  # rules taken by a reference to rules that are themselves a reference
+            ".inner: {rules: [{if: $X, variables: {CI_PIPELINE_SOURCE: push}}]}\n"
+            ".outer: {rules: [!reference [.inner, rules]]}\n"
+            "train-validate-dqn: {extends: .train-rl-base, script: [train], rules: [!reference [.outer, rules]]}\n",
+            "train-validate-dqn: sets CI_PIPELINE_SOURCE",
+        ),
+    ],
+)
+def test_other_routes_around_the_merge_request_routing_are_named(check_held: Any, pipeline: str, verdict: str) -> None:
+    found = check_held(pipeline)
+    assert any(line.startswith(f".gitlab-ci.yml: {verdict}") for line in found), found
