@@ -3,11 +3,16 @@
 This is what `pulumi preview` would execute, minus the engine and the providers: the same program,
 the same stack config, every registration recorded with its inputs and options, every stack output
 resolved (and whether it is secret). Each run gets a fresh event loop and fresh Pulumi settings.
+
+The cyclic GC is paused while the program runs: the event loop makes thousands of short-lived handles, and each
+full collection they trigger would rescan the SDKs' ~300,000 long-lived objects (a tenth of `plan`'s time). The
+run makes little cyclic garbage; what it makes is collected when the GC resumes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import runpy
 import warnings
@@ -75,6 +80,8 @@ def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py
     mocks = RecordingMocks()
     monitor = RecordingMonitor(mocks)
     namespace: dict[str, Any] = {}
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         pulumi_mocks.set_mocks(
             mocks, project=config.project, stack=config.stack, preview=False, logger=logger, monitor=monitor
@@ -98,6 +105,8 @@ def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py
         logger.removeHandler(handler)
         asyncio.set_event_loop(None)
         loop.close()
+        if collecting:
+            gc.enable()
 
 
 async def _resolve_outputs() -> dict[str, StackOutput]:
