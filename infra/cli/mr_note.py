@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cli import fail
+from infra.config.credentials import credential_value
 from infra.documents import DocumentError
 from infra.review.delta import render_delta
 from infra.review.inputs import load_plan, read_input
@@ -123,7 +124,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         return 0
 
     # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay for it.
-    from infra.gitlab_api import shown_origin  # noqa: PLC0415
+    from infra.gitlab_api import connection_problem, shown_origin  # noqa: PLC0415
     from infra.review.gitlab_notes import (  # noqa: PLC0415
         NoteError,
         Target,
@@ -133,6 +134,9 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         vet_token,
     )
 
+    url_from = "--gitlab-url" if args.gitlab_url else "$CI_SERVER_URL"
+    if problem := connection_problem(url, token, url_from, f"${visible(variable)}"):
+        return fail(problem)
     target = Target(url, project, mr)
     try:
         check_token(token, env.get("CI_JOB_TOKEN"))
@@ -178,6 +182,10 @@ def read_note(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[NoteInp
     )
     if stack and not STACK_NAME.fullmatch(stack):  # it is in the note's hidden marker
         raise InputError(f"{stack_from} {stack[:60]!r}: not a stack name (letters, digits, '-', '_', '.')")
+    if stack and (what := credential_value(stack)):  # the marker is not escaped: it must not carry one
+        raise InputError(
+            f"{stack_from or f'--plan {args.plan}: stack'}: the stack name looks like {what}, not a stack name"
+        )
     delta, base = _delta(args.base_plan, plan) if args.base_plan else ((), None)
     note = NoteInput(
         stack=stack or "dev",

@@ -85,7 +85,11 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         return fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
     url = args.gitlab_url or platform.spec.gitlab.url
     project = args.project or platform.spec.gitlab.project
+    from infra.gitlab_api import connection_problem  # noqa: PLC0415 - requests: only this command pays for it
 
+    url_from = "--gitlab-url" if args.gitlab_url else "platform.gitlab.url"
+    if problem := connection_problem(url, token, url_from, f"${TOKEN_VARIABLE}"):
+        return _fail(problem)
     return _from_gitlab(args, config, platform, path, GitlabSource(url, project, token, since, until, args.days))
 
 
