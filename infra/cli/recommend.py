@@ -136,8 +136,8 @@ def _recommend(
     out.write(_comparison(report, chosen, load_platform(apply(raw, found))))
     text = _diff(path, config, found, expected=apply(raw, found), out=out)
     out.write("\n" + _front(report))
+    source = f"--config {shlex.quote(str(args.config))}" if args.config else f"--stack {args.stack}"
     if not args.write:
-        source = f"--config {shlex.quote(str(args.config))}" if args.config else f"--stack {args.stack}"
         out.write(f"\nWrite it into {path.name}: python -m infra recommend {source} --write\n")
         return 0
     if text is None:
@@ -146,7 +146,7 @@ def _recommend(
         path.write_text(text, encoding="utf-8")
     except OSError as err:
         return fail(f"{path.name}: cannot be written ({err.strerror or err})")
-    out.write(f"\nWrote {len(found)} key(s) into {path}: `python -m infra plan --stack {args.stack}` shows it.\n")
+    out.write(f"\nWrote {len(found)} key(s) into {path}: `python -m infra plan {source}` shows it.\n")
     return 0
 
 

@@ -251,11 +251,16 @@ def test_a_count_of_thousands_of_digits_is_no_summary(tmp_path: Path, capsys: py
     )
 
 
-def test_max_lines_must_show_something() -> None:
-    for value in ("0", "-5", "many"):
+def test_max_lines_must_show_something(capsys: pytest.CaptureFixture[str]) -> None:
+    for flag, value in [("--max-lines", v) for v in ("0", "-5", "many", "9" * 5000)] + [
+        ("--mr", v)
+        for v in ("-1", "0", "9" * 20, "٣")  # a negative or 20-digit IID used to be sent to GitLab
+    ]:
         with pytest.raises(SystemExit) as stopped:
-            main(["mr-note", "--preview", "x", "--dry-run", "--max-lines", value])
+            main(["mr-note", "--preview", "x", "--dry-run", flag, value])
         assert stopped.value.code == 2
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert f"argument {flag}: " in err and "is not a whole number from 1 to" in err and len(err) < 200, err
 
 
 # ---------------------------------------------------------------------------------------------------------
