@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from support.fake_gitlab import FakeGitLab, Raw, Token, running
+from support.paths import ROOT
 
 from infra import gitlab_api
 from infra.__main__ import main
@@ -230,3 +231,37 @@ def test_an_unreachable_gitlab_stops_after_a_few_attempts_not_minutes(capsys: py
     client = connect(f"http://127.0.0.1:{port}", private_token="bot-token", retry_transient_errors=True)
     with pytest.raises(gitlab_api.Unreachable, match=r"cannot reach GitLab at http://127.0.0.1:\d+ \(3 attempts"):
         gitlab_api.get_object(client, "/user", "GET /user")
+
+
+@pytest.mark.parametrize(
+    ("command", "variable"),
+    [
+        (["workload", "--from-gitlab"], "GITLAB_TOKEN"),
+        (["check-ci", "tests/fixtures/training-repo", "--online"], "GITLAB_TOKEN"),
+        (["mr-note", "--plan-diff", "README.md", "--mr", "1", "--project", "1"], "GITLAB_NOTE_TOKEN"),
+    ],
+    ids=["workload", "check-ci", "mr-note"],
+)
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("http://[::1", "glpat-abcdefghijklmnop", "--gitlab-url 'http://[::1': not an http(s) URL with a host"),
+        ("http://127.0.0.1:9", "glpat-abcdefghijklmnop\nX-Evil: 1", "holds a space, a line break or a character"),
+    ],
+    ids=["broken-url", "token-with-a-newline"],
+)
+def test_every_gitlab_command_refuses_what_no_request_can_carry_in_one_line(
+    command: list[str],
+    variable: str,
+    case: tuple[str, str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each used to end in a traceback; the newline one quoted the header, so the token, in it."""
+    url, token, expected = case
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv(variable, token)
+    assert main([*command, "--gitlab-url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and expected in err, err
+    assert "abcdefghijklmnop" not in err
