@@ -81,6 +81,9 @@ DIFF_TEXT = Budget(max_bytes=16 << 20, max_nodes=0, kind="a preview or plan diff
 GITLAB_ANSWER = Budget(max_bytes=8 << 20, max_nodes=500_000, max_depth=32, kind="a GitLab answer")
 """One page of a GitLab API answer (100 jobs: ~200 KiB)."""
 
+MAX_SHOWN_NAME = 300
+"""Characters of a file's name in a message (a path of 6,000 characters is shown by its start)."""
+
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when PyYAML has it (several times faster), else the pure-Python one: safe either way,
 because `check_yaml_events` bounds the depth before libyaml composes a node."""
@@ -91,7 +94,7 @@ def read_text(path: Path, budget: Budget, *, root: Path | None = None, name: str
 
     With `root`, the file (symlinks resolved) must lie inside it: a pipeline's include may not read
     `/etc/passwd` through a link the repository carries."""
-    shown = name or path.name
+    shown = printable(name or path.name, MAX_SHOWN_NAME)  # a name holding a newline cannot forge a line
     if root is not None:
         try:
             real, inside = path.resolve(), root.resolve()

@@ -56,6 +56,9 @@ MAX_PIPELINE_LOOKUPS = 500
 pipeline's source): half the run's requests, the pipelines with the most jobs first."""
 MAX_RETRIES = 5
 """429 answers in a row to one request before giving up."""
+MAX_UNREACHABLE = 3
+"""Connection failures in a row before the run stops: python-gitlab's `retry_transient_errors` retries one 10
+times, doubling its wait, and at 30 s a timeout that is minutes of waiting for a GitLab that is down."""
 MAX_WAIT_SECONDS = 120
 """The longest wait a 429 may ask for; a longer one is refused at once ("try again later")."""
 ANSWER_SECONDS = 120
@@ -89,6 +92,12 @@ class RateLimited(RefusedAnswer):
     exit_code = 1
 
 
+class Unreachable(RefusedAnswer):
+    """GitLab could not be reached `MAX_UNREACHABLE` times in a row (refused, reset, timed out)."""
+
+    exit_code = 1
+
+
 class OverBudget(RefusedAnswer):
     """The run sent `MAX_REQUESTS` requests."""
 
@@ -107,6 +116,18 @@ def origin(url: str) -> tuple[str, str, int | None]:
         port = -1
     scheme = parts.scheme.lower()
     return scheme, (parts.hostname or "").lower(), port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def connection_problem(url: str, token: str, url_from: str = "the GitLab URL", token_from: str = "the token") -> str:
+    """Why no request can be sent to `url` with `token` (one line naming where each came from), or "": checked
+    before any client is built, since python-gitlab and requests fail on these with a traceback that quotes the
+    header, token included (`Invalid header value b'glpat-...\\n'`)."""
+    scheme, host, port = origin(url)
+    if scheme not in _DEFAULT_PORTS or not host or port == -1:
+        return f"{url_from} {printable(repr(url), 80)}: not an http(s) URL with a host"
+    if not token.isascii() or not token.isprintable() or any(char.isspace() for char in token):
+        return f"{token_from} holds a space, a line break or a character outside ASCII: no token does (mistyped?)"
+    return ""
 
 
 def shown_origin(url: str) -> str:
@@ -195,7 +216,7 @@ class PinnedSession(requests.Session):
         self.pinned_text = shown_origin(url)
         self.budget, self.max_requests = budget, max_requests
         self.max_retries, self.max_wait, self.notice = max_retries, max_wait, notice
-        self.sent = 0
+        self.sent = self.unreachable = 0
         self.hooks["response"].insert(0, self._read_bounded)
 
     def requests_left(self) -> int:
@@ -217,7 +238,17 @@ class PinnedSession(requests.Session):
                 raise OverBudget(
                     f"more than {self.max_requests} requests to GitLab at {self.pinned_text} in one run: stopped"
                 )
-            response = super().send(request, **kwargs)
+            try:
+                response = super().send(request, **kwargs)
+            except (requests.ConnectionError, requests.Timeout) as err:
+                self.unreachable += 1
+                if self.unreachable >= MAX_UNREACHABLE:
+                    raise Unreachable(
+                        f"cannot reach GitLab at {self.pinned_text} ({self.unreachable} attempts in a row): "
+                        f"{printable(str(err), 200)}"
+                    ) from None
+                raise
+            self.unreachable = 0
             if response.status_code != 429:
                 # python-gitlab retries a 5xx itself (`retry_transient_errors`) and would read these with `int()`
                 # and sleep as long as they say: without them it backs off 0.1 s, doubling, a few times.

@@ -8,13 +8,16 @@ answers in detail.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.fake_gitlab import FakeGitLab, Raw, Token, running
+from support.paths import ROOT
 
+from infra import gitlab_api
 from infra.__main__ import main
 from infra.documents import printable
 from infra.gitlab_api import BadAnswer, Delay, OverBudget, connect, list_pages, retry_delay
@@ -196,3 +199,69 @@ def test_a_5xx_with_a_wait_header_python_gitlab_cannot_read_is_retried_on_its_sh
     outcome = upsert_note(Target(gitlab.url, "42", 7), "bot-token", "<!-- m", "body", user_id=BOT.user_id, create=True)
     assert outcome.action == "created"
     assert len([r for r in gitlab.requests if r.path.endswith("/merge_requests/7")]) == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "expected"),
+    [
+        ("http://[::1/", "t", "--gitlab-url 'http://[::1/': not an http(s) URL with a host"),
+        ("file:///etc/passwd", "t", "--gitlab-url 'file:///etc/passwd': not an http(s) URL with a host"),
+        ("http://gitlab.example.com:99999", "t", "--gitlab-url 'http://gitlab.example.com:99999': not an http(s) URL"),
+        ("https://gitlab.example.com", "glpat-abc\nX-Evil: 1", "$TOKEN holds a space, a line break or a character"),
+        ("https://gitlab.example.com", "glpat-é", "$TOKEN holds a space, a line break or a character"),
+        ("https://gitlab.example.com", "glpat-abcdefgh", ""),
+    ],
+    ids=["broken-ipv6", "file", "port", "newline", "non-ascii", "fine"],
+)
+def test_what_no_request_can_be_sent_with_is_said_before_any_client_is_built(
+    url: str, token: str, expected: str
+) -> None:
+    """requests and python-gitlab fail on these with a traceback, quoting the header (the token) for a newline."""
+    problem = gitlab_api.connection_problem(url, token, "--gitlab-url", "$TOKEN")
+    assert problem.startswith(expected) and (bool(problem) == bool(expected))
+    assert "glpat" not in problem
+
+
+def test_an_unreachable_gitlab_stops_after_a_few_attempts_not_minutes(capsys: pytest.CaptureFixture[str]) -> None:
+    """mr-note's client retries connection errors (`retry_transient_errors`): 10 times, doubling its wait, which
+    was minutes of waiting for a GitLab that is down. Nothing listens on the port: 3 attempts, then one line."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = connect(f"http://127.0.0.1:{port}", private_token="bot-token", retry_transient_errors=True)
+    with pytest.raises(gitlab_api.Unreachable, match=r"cannot reach GitLab at http://127.0.0.1:\d+ \(3 attempts"):
+        gitlab_api.get_object(client, "/user", "GET /user")
+
+
+@pytest.mark.parametrize(
+    ("command", "variable"),
+    [
+        (["workload", "--from-gitlab"], "GITLAB_TOKEN"),
+        (["check-ci", "tests/fixtures/training-repo", "--online"], "GITLAB_TOKEN"),
+        (["mr-note", "--plan-diff", "README.md", "--mr", "1", "--project", "1"], "GITLAB_NOTE_TOKEN"),
+    ],
+    ids=["workload", "check-ci", "mr-note"],
+)
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("http://[::1", "glpat-abcdefghijklmnop", "--gitlab-url 'http://[::1': not an http(s) URL with a host"),
+        ("http://127.0.0.1:9", "glpat-abcdefghijklmnop\nX-Evil: 1", "holds a space, a line break or a character"),
+    ],
+    ids=["broken-url", "token-with-a-newline"],
+)
+def test_every_gitlab_command_refuses_what_no_request_can_carry_in_one_line(
+    command: list[str],
+    variable: str,
+    case: tuple[str, str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each used to end in a traceback; the newline one quoted the header, so the token, in it."""
+    url, token, expected = case
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv(variable, token)
+    assert main([*command, "--gitlab-url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and expected in err, err
+    assert "abcdefghijklmnop" not in err

@@ -121,13 +121,18 @@ class _OnlineError(Exception):
 
 def _check_online(args: argparse.Namespace, path: Path, platform: Platform, env: Mapping[str, str]) -> CheckResult:
     """GitLab merges the pipeline (includes, extends, references); the same rules check the result."""
-    from infra.gitlab_api import messages  # noqa: PLC0415 - requests: the offline check must not pay for it
+    from infra.gitlab_api import connection_problem, messages  # noqa: PLC0415 - requests: offline pays nothing
 
     token, job_token = env.get("GITLAB_TOKEN"), env.get("CI_JOB_TOKEN")
     if not (token or job_token):
         raise _OnlineError("--online needs a GitLab token: set GITLAB_TOKEN (CI_JOB_TOKEN inside a CI job)")
     url = args.gitlab_url or platform.spec.gitlab.url
     project = args.project or platform.spec.gitlab.project
+    url_from = "--gitlab-url" if args.gitlab_url else "platform.gitlab.url"
+    if problem := connection_problem(
+        url, token or job_token or "", url_from, "$GITLAB_TOKEN" if token else "$CI_JOB_TOKEN"
+    ):
+        raise _OnlineError(problem)
     try:
         content = read_text(path, PIPELINE_BUDGET, root=args.root or path.parent, name=path.name)
     except DocumentError as err:

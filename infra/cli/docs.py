@@ -7,11 +7,15 @@ committed file with the generated text, and this command is how it is brought ba
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 from pathlib import Path
 
+from infra.cli import fail, shown_path, write_file
+from infra.documents import Budget, DocumentError, read_text
 from infra.render.config_reference import REGENERATE, config_reference
 
+REFERENCE_FILE = Budget(max_bytes=4 << 20, max_nodes=0, kind="a config reference")
+"""docs/config-reference.md (~60 KiB) as `--check` reads it."""
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
 
 
@@ -25,12 +29,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     text = config_reference()
     if args.check:
-        current = args.out.read_text(encoding="utf-8") if args.out.exists() else None
+        try:  # a missing file is out of date, like a stale one; one that cannot be read is an error
+            exists = os.path.lexists(args.out)
+            current = read_text(args.out, REFERENCE_FILE, name=shown_path(args.out)) if exists else None
+        except DocumentError as err:
+            return fail(str(err))
         if current != text:
-            print(f"error: {args.out} is out of date: run `{REGENERATE}`", file=sys.stderr)
-            return 1
+            return fail(f"{shown_path(args.out)} is out of date: run `{REGENERATE}`", 1)
         return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
-    print(f"wrote {args.out}")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_file(args.out, text)
+    except OSError as err:
+        return fail(f"--out {shown_path(args.out)}: cannot be written ({err.strerror or err})")
+    print(f"wrote {shown_path(args.out)}")
     return 0

@@ -43,7 +43,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     let_through = allowed(env.get(ALLOW_VARIABLE))
     for finding in findings:
         level = "allowed" if let_through else "error"
-        print(f"{level}: the plan {finding.describe()}", file=sys.stderr)
+        print(f"{level}: the plan {visible(finding.describe())}", file=sys.stderr)  # a URN cannot carry a token out
     if let_through:
         shown = visible(env.get(ALLOW_VARIABLE, ""))
         print(f"guard-replacements: {ALLOW_VARIABLE}={shown}: letting {len(findings)} through")

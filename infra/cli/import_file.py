@@ -19,7 +19,8 @@ from infra.config.errors import SpecError
 from infra.config.load import load_spec
 from infra.offline.stack_config import load_stack_config
 
-_ID = re.compile(r"^(fr-par|nl-ams|pl-waw)/[0-9a-f-]{36}$")
+_ID = re.compile(r"\A(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+"""A Scaleway regional id: the region, then a UUID; the whole text (a trailing newline is no part of an id)."""
 
 TYPES = {"vpc": T.VPC, "pn": T.PRIVATE_NETWORK, "cluster": T.CLUSTER, "pool": T.POOL}
 
@@ -38,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         document = import_document(
             load_spec(load_stack_config(args.stack).get("platform")),
-            pools=dict(_pair(p) for p in args.pool),
+            pools=_pools(args.pool),
             cluster=args.cluster,
             vpc=args.vpc,
             private_network=args.private_network,
@@ -77,6 +78,17 @@ def import_document(
             "remove existing_id to manage (import) it"
         )
     return {"resources": resources}
+
+
+def _pools(given: list[str]) -> dict[str, str]:
+    """`--pool NAME=ID` flags as a mapping; ValueError for a pool given twice (which id would be meant?)."""
+    pools: dict[str, str] = {}
+    for text in given:
+        name, value = _pair(text)
+        if name in pools and pools[name] != value:
+            raise ValueError(f"--pool {name!r}: given twice, with ids {pools[name]!r} and {value!r}: which one?")
+        pools[name] = value
+    return pools
 
 
 def _pair(text: str) -> tuple[str, str]:

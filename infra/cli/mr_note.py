@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cli import fail
+from infra.config.credentials import credential_value
 from infra.documents import DocumentError
 from infra.review.delta import render_delta
 from infra.review.inputs import load_plan, read_input
@@ -41,6 +42,8 @@ from infra.sim.burst import BurstTimeline
 
 COMMIT_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
 MAX_LINES_CAP = 100_000
+MAX_MR_IID = 2**31 - 1
+"""GitLab's ids and IIDs are 32-bit integers: a larger (or negative) one is no merge request."""
 TOKEN_VARIABLE = "GITLAB_NOTE_TOKEN"
 """The unprotected `plan-diff` job's token (a Reporter project access token that expires)."""
 PREVIEW_TOKEN_VARIABLE = "GITLAB_PREVIEW_NOTE_TOKEN"
@@ -75,7 +78,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     where = parser.add_argument_group("where to post (defaults: GitLab CI's predefined variables)")
     where.add_argument("--gitlab-url", help="GitLab base URL ($CI_SERVER_URL)")
     where.add_argument("--project", help="the merge request's project id or path ($CI_MERGE_REQUEST_PROJECT_ID)")
-    where.add_argument("--mr", type=int, help="merge request IID ($CI_MERGE_REQUEST_IID)")
+    where.add_argument("--mr", type=_mr_iid, help="merge request IID ($CI_MERGE_REQUEST_IID)")
     where.add_argument(
         "--head-sha",
         help="commit the diff is for; nothing is written if the MR has moved on "
@@ -123,7 +126,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         return 0
 
     # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay for it.
-    from infra.gitlab_api import shown_origin  # noqa: PLC0415
+    from infra.gitlab_api import connection_problem, shown_origin  # noqa: PLC0415
     from infra.review.gitlab_notes import (  # noqa: PLC0415
         NoteError,
         Target,
@@ -133,6 +136,9 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         vet_token,
     )
 
+    url_from = "--gitlab-url" if args.gitlab_url else "$CI_SERVER_URL"
+    if problem := connection_problem(url, token, url_from, f"${visible(variable)}"):
+        return fail(problem)
     target = Target(url, project, mr)
     try:
         check_token(token, env.get("CI_JOB_TOKEN"))
@@ -178,6 +184,10 @@ def read_note(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[NoteInp
     )
     if stack and not STACK_NAME.fullmatch(stack):  # it is in the note's hidden marker
         raise InputError(f"{stack_from} {stack[:60]!r}: not a stack name (letters, digits, '-', '_', '.')")
+    if stack and (what := credential_value(stack)):  # the marker is not escaped: it must not carry one
+        raise InputError(
+            f"{stack_from or f'--plan {args.plan}: stack'}: the stack name looks like {what}, not a stack name"
+        )
     delta, base = _delta(args.base_plan, plan) if args.base_plan else ((), None)
     note = NoteInput(
         stack=stack or "dev",
@@ -227,10 +237,21 @@ def _bursts(base: PlanDocument | None, head: PlanDocument | None) -> tuple[tuple
 
 
 def _max_lines(value: str) -> int:
-    lines = int(value)
-    if not 1 <= lines <= MAX_LINES_CAP:
-        raise argparse.ArgumentTypeError(f"{lines} is not between 1 and {MAX_LINES_CAP}")
-    return lines
+    return _count(value, MAX_LINES_CAP)
+
+
+def _mr_iid(value: str) -> int:
+    return _count(value, MAX_MR_IID)
+
+
+def _count(value: str, most: int) -> int:
+    """A whole number from 1 to `most`; ArgumentTypeError quoting at most 20 characters of anything else (a
+    value of 5,000 digits would otherwise be quoted whole, or int() refuse it)."""
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(most)) and 1 <= int(text) <= most):
+        shown = value if len(value) <= 20 else value[:19] + "…"
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number from 1 to {most}")
+    return int(text)
 
 
 def _int(value: str | None) -> int | None:

@@ -8,6 +8,7 @@ by the capacity report and the stack outputs. Secrets are shown as `[secret]`.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from infra.cli import fail
+from infra.cli import fail, shown_path, write_file
 from infra.model.platform import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
@@ -41,6 +42,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        if args.out is not None and args.out.exists() and not args.out.is_dir():  # said before the program runs
+            raise NotADirectoryError(errno.ENOTDIR, "it is not a directory (--out names where the artifacts go)")
+    except OSError as err:
+        return fail(f"--out {shown_path(args.out)}: cannot be written: {err.strerror or err}")
+    try:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
         return fail(str(err))
@@ -59,7 +65,11 @@ def main(args: argparse.Namespace) -> int:
     verdict = policy_report(run)
     artifacts = render_artifacts(platform, day)
     if args.out:
-        write_artifacts(args.out, artifacts)
+        try:
+            write_artifacts(args.out, artifacts)
+        except OSError as err:  # a file, a device, a name too long, a directory that cannot be written
+            where = f" ({shown_path(err.filename)})" if err.filename and str(err.filename) != str(args.out) else ""
+            return fail(f"--out {shown_path(args.out)}: cannot be written{where}: {err.strerror or err}")
     if args.json:
         json.dump(plan_document(config, platform, day, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
@@ -72,10 +82,11 @@ def main(args: argparse.Namespace) -> int:
 
 
 def write_artifacts(out: Path, artifacts: dict[str, str]) -> None:
+    """Each artifact under the directory `out` (created); OSError where one cannot be written."""
     for name, text in artifacts.items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_file(path, text)
 
 
 def ordered(run: ProgramRun) -> list[RecordedResource]:

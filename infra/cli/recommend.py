@@ -137,6 +137,7 @@ def _recommend(
     out.write(_comparison(report, chosen, load_platform(apply(raw, found))))
     text = _diff(path, config, found, expected=apply(raw, found), out=out)
     out.write("\n" + _front(report))
+    source = f"--config {shlex.quote(str(args.config))}" if args.config else f"--stack {args.stack}"
     if not args.write:
         out.write(f"\nWrite it into {path.name}: python -m infra recommend {source} --write\n")
         return 0

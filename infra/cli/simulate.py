@@ -28,16 +28,17 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-from infra.cli import fail
+from infra.cli import fail, shown_path, write_file
 from infra.config.errors import SpecError
 from infra.config.schedule import MINUTES_PER_DAY
+from infra.documents import printable
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.change import compare
 from infra.render.text import format_eur, render_table
 from infra.sim.arrivals import week_jobs
 from infra.sim.platform_scenario import PlannedJob
-from infra.sim.scenario import MAX_JOBS, MAX_MINUTES
+from infra.sim.scenario import MAX_JOBS, MAX_MINUTES, MAX_WINDOWS
 from infra.sim.week import CostReport, simulate_week
 from infra.sim.what_if import Knobs, Row, Setting, changed_platform, comparison, scenario_rows
 
@@ -99,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         )
         return 2
     if args.timeline_out is not None and args.timeline_out.suffix.lower() != ".svg":
-        return fail(f"--timeline-out {args.timeline_out}: must name an .svg file")
+        return fail(f"--timeline-out {shown_path(args.timeline_out)}: must name an .svg file")
     rows = scenario_rows(platform, jobs, knobs, single_runner=args.single_runner)
     if changed is None:
         sys.stdout.write(render_rows(platform, jobs, args.stack, knobs, rows))
@@ -141,10 +142,10 @@ def _timelines(args: argparse.Namespace, platforms: list[tuple[str, Platform]]) 
     if args.timeline_out is not None:
         title, burst = bursts[-1]
         try:
-            args.timeline_out.write_text(render_svg(burst, title), encoding="utf-8")
+            write_file(args.timeline_out, render_svg(burst, title))
         except OSError as err:
-            return fail(f"--timeline-out {args.timeline_out}: cannot be written ({err.strerror or err})")
-        print(f"simulate: wrote the busiest burst to {args.timeline_out}", file=sys.stderr)
+            return fail(f"--timeline-out {shown_path(args.timeline_out)}: cannot be written ({err.strerror or err})")
+        print(f"simulate: wrote the busiest burst to {shown_path(args.timeline_out, 1_000)}", file=sys.stderr)
     return 0
 
 
@@ -203,9 +204,13 @@ def _check_budget(
     """Each scenario within the engine's caps (naming the file), the whole command within MAX_SIMULATED_JOBS."""
     source = f"--pipeline {args.pipeline}" if args.pipeline is not None else "the workload"
     simulated = {pool.name for pool in platform.pools.values() if pool.runner}
-    for pool in knobs.stockouts:
+    for pool, windows in knobs.stockouts.items():
         if pool not in simulated:
-            raise ValueError(f"--stockout {pool}: not a GPU pool of the platform ({', '.join(sorted(simulated))})")
+            raise ValueError(
+                f"--stockout {printable(pool, 60)}: not a GPU pool of the platform ({', '.join(sorted(simulated))})"
+            )
+        if len(windows) > MAX_WINDOWS:
+            raise ValueError(f"--stockout {pool}: {len(windows)} windows, the simulation takes at most {MAX_WINDOWS}")
     for what, count in (("", len(jobs)), ("the changed spec: ", len(changed))):
         if count > MAX_JOBS:
             raise ValueError(f"{what}{source}: {count} jobs to simulate, the simulation takes at most {MAX_JOBS}")

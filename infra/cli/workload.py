@@ -85,7 +85,11 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         return fail(f"${TOKEN_VARIABLE} is not set: give it a token with the `read_api` scope (role Reporter)")
     url = args.gitlab_url or platform.spec.gitlab.url
     project = args.project or platform.spec.gitlab.project
+    from infra.gitlab_api import connection_problem  # noqa: PLC0415 - requests: only this command pays for it
 
+    url_from = "--gitlab-url" if args.gitlab_url else "platform.gitlab.url"
+    if problem := connection_problem(url, token, url_from, f"${TOKEN_VARIABLE}"):
+        return _fail(problem)
     return _from_gitlab(args, config, platform, path, GitlabSource(url, project, token, since, until, args.days))
 
 
@@ -178,6 +182,11 @@ def _output(args: argparse.Namespace, config: StackConfig, path: Path, edit: Wor
         if args.write:
             text = stack_file.dump(document)
             refusal = _file_refusal(text, args.stack, path.name)
+            if not refusal and (others := _others_changed(text, config, path.name)):
+                raise stack_file.EditError(
+                    f"{path.name}: writing platform.workload would also change {others} (an anchor or an alias "
+                    "shares its value): write the workload without it"
+                )
         else:
             plain = json.loads(json.dumps(section))  # the section as pasted: plain YAML values
             refusal = _spec_refusal({**(config.get("platform") or {}), "workload": plain})
@@ -203,6 +212,26 @@ def _file_refusal(text: str, stack: str, name: str) -> str:
             return _spec_refusal(load_stack_config(stack, path=copy).get("platform"))
         except StackFileError as err:
             return str(err)
+
+
+def _others_changed(text: str, before: StackConfig, name: str) -> str:
+    """The keys besides `platform.workload` whose value the stack file `text` changes against `before` (a YAML
+    anchor shares one value between places: editing it in one edits it in all), or ""."""
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / name
+        copy.write_text(text, encoding="utf-8")
+        after = load_stack_config(before.stack, path=copy)
+    key = before.namespaced("platform")
+
+    def rest(config: StackConfig) -> dict[str, object]:
+        platform = config.values.get(key)
+        others = {k: v for k, v in config.values.items() if k != key}
+        if isinstance(platform, dict):
+            others |= {f"{key}.{k}": v for k, v in platform.items() if k != "workload"}
+        return others
+
+    old, new = rest(before), rest(after)
+    return ", ".join(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
 
 
 def _spec_refusal(platform: object) -> str:

@@ -20,7 +20,15 @@ import yaml
 
 from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import format_value
-from infra.documents import STACK_FILE, YAML_LOADER, DocumentError, check_yaml_events, read_text
+from infra.documents import (
+    MAX_SHOWN_NAME,
+    STACK_FILE,
+    YAML_LOADER,
+    DocumentError,
+    check_yaml_events,
+    printable,
+    read_text,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,10 +74,20 @@ def stack_file(stack: str, root: Path = PROJECT_ROOT, path: Path | None = None) 
 def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None = None) -> StackConfig:
     """The config of `Pulumi.<stack>.yaml` (or of the stack file `path`); FileNotFoundError names the file."""
     project = project_name(root)
-    path = stack_file(stack, root, path)
-    if not path.exists():
+    given, path = path, stack_file(stack, root, path)
+    try:
+        missing = not path.exists()
+    except OSError as err:  # a name too long for the file system, a directory that cannot be searched
+        raise StackFileError(
+            f"{printable(str(path), MAX_SHOWN_NAME)}: cannot be read ({err.strerror or err})"
+        ) from None
+    if missing:
+        if given is not None:  # --config FILE: name the file given, not the project's stacks
+            what = "a symlink that leads nowhere" if path.is_symlink() else "no such file"
+            raise FileNotFoundError(f"{printable(str(path), MAX_SHOWN_NAME)}: {what}, not a stack file")
         raise FileNotFoundError(
-            f"no stack file {path.name} in {root} (stacks: {', '.join(list_stacks(root)) or 'none'})"
+            f"no stack file {printable(path.name, MAX_SHOWN_NAME)} in {root} "
+            f"(stacks: {', '.join(list_stacks(root)) or 'none'})"
         )
     document, lines = read_stack_file(path)
     values: dict[str, Any] = {}

@@ -10,7 +10,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.documents import DIFF_TEXT, PLAN_FILE, Budget, DocumentError, JSONSyntaxError, decode, parse_json, read_text
+from infra.documents import (
+    DIFF_TEXT,
+    MAX_SHOWN_NAME,
+    PLAN_FILE,
+    Budget,
+    DocumentError,
+    JSONSyntaxError,
+    decode,
+    parse_json,
+    printable,
+    read_text,
+)
 from infra.review.schema import PlanDocument, PreviewDocument, check_plan, check_preview
 
 STDIN = "-"
@@ -18,14 +29,14 @@ STDIN = "-"
 
 def shown(name: str) -> str:
     """How the messages name an input: its path, or `stdin`."""
-    return "stdin" if name == STDIN else name
+    return "stdin" if name == STDIN else printable(name, MAX_SHOWN_NAME)
 
 
 def read_input(name: str, budget: Budget = DIFF_TEXT) -> str:
     """The text of the file `name`, or of standard input for `-`, within `budget`."""
     if name == STDIN:
         return decode(sys.stdin.buffer.read(budget.max_bytes + 1), shown(name), budget)
-    return read_text(Path(name), budget, name=name)
+    return read_text(Path(name), budget, name=shown(name))
 
 
 def read_json(name: str) -> Any:

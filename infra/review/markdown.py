@@ -28,6 +28,8 @@ import unicodedata
 from typing import Final
 from urllib.parse import quote, urlsplit
 
+from infra.config.credentials import redact_credentials
+
 _ALWAYS: Final = frozenset("\\`*[]<>{}|#@!~$%&^")
 """Characters escaped wherever they are (see the module docstring)."""
 _LEADING: Final = frozenset("-+=")
@@ -55,8 +57,11 @@ def first_control(text: str, allowed: str = "") -> str | None:
 
 
 def visible(text: str, keep: str = "") -> str:
-    """`text` with every control character (but those in `keep`) written as an escape: `\\n`, `\\x1b`,
-    `\\u202e`. The base of every form here, and what `plan-diff` applies to each line it prints."""
+    """`text` with every credential-shaped part (a token, a URL's userinfo) as `<redacted>` and every control
+    character (but those in `keep`) written as an escape: `\\n`, `\\x1b`, `\\u202e`. The base of every form
+    here, and what `plan-diff` applies to each line it prints: no value a plan or a preview carries can put a
+    token into the note or a job log."""
+    text = redact_credentials(text)
     if text.isprintable():  # the common case: no control character at all
         return text
     out = []
@@ -130,6 +135,7 @@ def fenced(content: str, info: str = "") -> str:
 def link(label: str, url: str) -> str:
     """`[label](url)` for an http(s) URL, its address percent-encoded where it could end the link or hide in
     it (spaces, brackets, quotes, controls, non-ASCII); the label alone, as text, for any other URL."""
+    url = redact_credentials(url)  # `https://user:password@host/...`, or a token in the query
     try:
         parts = urlsplit(url)
     except ValueError:

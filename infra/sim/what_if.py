@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from infra.config.errors import CONFIG_ROOT, SpecError, format_value
+from infra.documents import Budget, DocumentError, check_yaml_events, printable
 from infra.model.platform import Platform, load_platform
 from infra.render.text import format_eur
 from infra.sim.bound import bound_makespan
@@ -192,6 +193,13 @@ class Setting:
         return f"{self.key} {before} -> {format_value(self.value)}"
 
 
+MAX_SET_VALUE = 10_000
+"""Characters of one `--set` value (a whole `warm:` list fits in a few hundred)."""
+SET_VALUE = Budget(max_bytes=MAX_SET_VALUE, max_nodes=2_000, max_depth=16, kind="a --set value")
+"""What one `--set` value may expand to: a recursive alias (`&a [*a]`) or 5,000 nested `[` is refused here, before
+PyYAML builds it (a recursive value hangs the deep copy, deep nesting ends in a RecursionError)."""
+
+
 def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], list[Setting]]:
     """A copy of the `platform` object with each `KEY=VALUE` applied; ValueError (one line) on a bad one."""
     if not isinstance(raw, dict):
@@ -201,14 +209,22 @@ def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], li
     for text in settings:
         key, sep, value_text = text.partition("=")
         path = tuple(key.strip().removeprefix(f"{CONFIG_ROOT}.").split("."))
+        shown = printable(text, 120)
         if not sep or not all(path):
             raise ValueError(
-                f"--set {text}: expected KEY=VALUE, KEY a dotted path under {CONFIG_ROOT} (pools.NAME.max_size=2)"
+                f"--set {shown}: expected KEY=VALUE, KEY a dotted path under {CONFIG_ROOT} (pools.NAME.max_size=2)"
             )
+        if len(value_text) > MAX_SET_VALUE:
+            raise ValueError(f"--set {shown}: the value is {len(value_text)} characters long (at most {MAX_SET_VALUE})")
+        shown_value = repr(value_text) if len(value_text) <= 60 else f"{value_text[:59]!r}…"  # repr escapes controls
         try:
+            check_yaml_events(value_text, "--set", SET_VALUE)  # recursive aliases, depth: before PyYAML builds it
             value = yaml.safe_load(value_text)
+        except DocumentError as err:
+            why = str(err).split(": ", 1)[-1].removeprefix("not valid YAML: ")
+            raise ValueError(f"--set {shown}: {shown_value} is not a YAML value ({why})") from None
         except yaml.YAMLError as err:
-            raise ValueError(f"--set {text}: {value_text!r} is not a YAML value ({str(err).splitlines()[0]})") from None
+            raise ValueError(f"--set {shown}: {shown_value} is not a YAML value ({str(err).splitlines()[0]})") from None
         node: dict[str, Any] = changed
         new_entry = None
         for index, step in enumerate(path[:-1]):
@@ -218,7 +234,7 @@ def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], li
                 child = node[step] = {}
             elif not isinstance(child, dict):
                 where = ".".join((CONFIG_ROOT, *path[: index + 1]))
-                raise ValueError(f"--set {text}: {where}={format_value(child)} is a value, not a section")
+                raise ValueError(f"--set {shown}: {where}={format_value(child)} is a value, not a section")
             node = child
         before = node.get(path[-1], _MISSING)
         if before is _MISSING and new_entry is None:

@@ -33,6 +33,13 @@ def test_import_file_targets_the_urns_the_program_uses(capsys: pytest.CaptureFix
     [
         (["--pool", f"ci-gpu={POOL_ID}"], "no pool 'ci-gpu' in the spec"),
         (["--pool", "ci-compile=12"], "not a Scaleway id like fr-par/<uuid>"),
+        (["--pool", f"ci-compile={POOL_ID}\n"], "not a Scaleway id like fr-par/<uuid>"),  # `$` matched before it
+        (["--vpc", "fr-par/" + "-" * 36], "not a Scaleway id like fr-par/<uuid>"),
+        (
+            ["--pool", f"ci-compile={POOL_ID}", "--pool", f"ci-compile={POOL_ID[:-1]}1"],
+            f"--pool 'ci-compile': given twice, with ids '{POOL_ID}' and '{POOL_ID[:-1]}1': which one?",
+        ),
+        (["--pool", "\x1b[2J=" + POOL_ID], "error: --pool \\x1b[2J="),
         (["--pool", "ci-compile"], "expected NAME=ID"),
     ],
 )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from support.paths import DATA
+from support.paths import DATA, ROOT
 from support.plans import PlanRun
 
 from infra.__main__ import main
@@ -65,6 +66,45 @@ def test_plan_rejects_bad_config_with_one_line(
 def test_plan_names_a_missing_stack(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack", "nope"]) == 2
     assert "no stack file Pulumi.nope.yaml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda tmp: tmp / "nowhere.yaml", "{path}: no such file, not a stack file"),
+        (
+            lambda tmp: _link(tmp / "gone.yaml", tmp / "nothing"),
+            "{path}: a symlink that leads nowhere, not a stack file",
+        ),
+        (lambda tmp: tmp / ("a" * 300 + ".yaml"), "{cut}…: cannot be read (File name too long)"),  # was a traceback
+        (lambda tmp: tmp / "x\x1b[2J\nerror: forged.yaml", "{shown}: no such file, not a stack file"),
+    ],
+    ids=["missing", "dangling-symlink", "name-too-long", "control-characters"],
+)
+def test_a_config_file_that_cannot_be_read_is_named_in_one_line(
+    make: Callable[[Path], Path], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make(tmp_path)
+    for command in ("plan", "recommend", "check-ci"):
+        assert main([command, *(["."] if command == "check-ci" else []), "--config", str(path)]) == 2
+        shown = str(path).replace("\x1b", "\\x1b").replace("\n", "\\n")
+        expected_line = expected.format(path=path, shown=shown, cut=str(path)[:300])
+        assert capsys.readouterr().err == f"error: {expected_line}\n"
+
+
+def _link(path: Path, target: Path) -> Path:
+    path.symlink_to(target)
+    return path
+
+
+def test_plan_out_must_be_a_directory_it_can_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It used to end in a traceback (FileExistsError)."""
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    shutil.copy(ROOT / "Pulumi.dev.yaml", stack_file)
+    assert main(["plan", "--config", str(stack_file), "--out", str(stack_file)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {stack_file}: cannot be written: it is not a directory (--out names where the artifacts go)\n"
+    )
 
 
 def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(

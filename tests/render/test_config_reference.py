@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import typing
 from pathlib import Path
 
@@ -102,3 +103,46 @@ def test_a_choice_of_objects_gets_a_section_per_variant() -> None:
     for variant in ("none", "time-slicing", "mps"):
         assert f"### `pools.<pool>.gpu_sharing` with `strategy: {variant}`" in text
     assert "| `pools.<pool>.gpu_sharing.strategy` | string | **required** | `mps` |" in text
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda tmp: tmp, "{path}: is a directory, not a config reference"),
+        (lambda tmp: Path("/dev/zero"), "/dev/zero: is not a regular file (a device, pipe or socket): not read"),
+        (lambda tmp: _bytes(tmp / "reference.md", b"\xff\xfe"), "{path}:1: not UTF-8 text (byte 0xff)"),
+        (lambda tmp: _bytes(tmp / "big.md", b" " * (4 << 20) + b"."), "{path}: larger than 4096 KiB"),
+    ],
+    ids=["directory", "dev-zero", "not-utf8", "too-large"],
+)
+def test_docs_check_reads_the_reference_within_a_budget(
+    make: typing.Callable[[Path], Path], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each used to end in a traceback (/dev/zero in a MemoryError): one line, exit 2."""
+    path = make(tmp_path)
+    assert main(["docs", "--check", "--out", str(path)]) == 2
+    assert capsys.readouterr().err.startswith("error: " + expected.format(path=path))
+
+
+def test_docs_writes_a_regular_file_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory used to end in a traceback; a named pipe nobody reads, in a hang (refused before it is opened:
+    the test holds a reader open, so that without the check it fails, not hangs)."""
+    assert main(["docs", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"error: --out {tmp_path}: cannot be written (it is a directory)\n"
+    pipe = tmp_path / "reference.md"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert main(["docs", "--out", str(pipe)]) == 2
+    finally:
+        os.close(reader)
+    assert "reference.md: cannot be written (it is a device, pipe or socket, not a regular file)" in (
+        capsys.readouterr().err
+    )
+    assert main(["docs", "--out", str(tmp_path / "out.md")]) == 0
+    assert main(["docs", "--check", "--out", str(tmp_path / "out.md")]) == 0
+
+
+def _bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path

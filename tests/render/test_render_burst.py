@@ -163,6 +163,24 @@ def test_simulate_timeline_flags(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "must name an .svg file" in capsys.readouterr().err
 
 
+def test_timeline_out_writes_regular_files_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A named pipe nobody reads used to hang `simulate` (opening it for writing waits for a reader): it is
+    refused before it is opened. (The test holds a reader open, so that without the check it fails, not hangs.)"""
+    pipe = tmp_path / "burst.svg"
+    os.mkfifo(pipe)
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert main(["simulate", "--timeline-out", str(pipe)]) == 2
+    finally:
+        os.close(reader)
+    assert capsys.readouterr().err == (
+        f"error: --timeline-out {pipe}: cannot be written (it is a device, pipe or socket, not a regular file)\n"
+    )
+    (tmp_path / "folder.svg").mkdir()
+    assert main(["simulate", "--timeline-out", str(tmp_path / "folder.svg")]) == 2
+    assert "folder.svg: cannot be written (it is a directory)" in capsys.readouterr().err
+
+
 def _mermaid() -> list[str]:
     """The Mermaid gantt checker (MERMAID_GANTT): skipped where it is not installed, failing where it is set
     but does not run."""

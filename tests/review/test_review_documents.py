@@ -251,11 +251,16 @@ def test_a_count_of_thousands_of_digits_is_no_summary(tmp_path: Path, capsys: py
     )
 
 
-def test_max_lines_must_show_something() -> None:
-    for value in ("0", "-5", "many"):
+def test_max_lines_must_show_something(capsys: pytest.CaptureFixture[str]) -> None:
+    for flag, value in [("--max-lines", v) for v in ("0", "-5", "many", "9" * 5000)] + [
+        ("--mr", v)
+        for v in ("-1", "0", "9" * 20, "٣")  # a negative or 20-digit IID used to be sent to GitLab
+    ]:
         with pytest.raises(SystemExit) as stopped:
-            main(["mr-note", "--preview", "x", "--dry-run", "--max-lines", value])
+            main(["mr-note", "--preview", "x", "--dry-run", flag, value])
         assert stopped.value.code == 2
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert f"argument {flag}: " in err and "is not a whole number from 1 to" in err and len(err) < 200, err
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -310,3 +315,121 @@ def test_the_guard_reads_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Previewing update (dev):")))
     assert main(["guard-replacements", "-"]) == 2
     assert _one_error(capsys) == "stdin: not JSON (line 1: Expecting value)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# No token a plan, a preview or a flag carries reaches the note, the diff or the guard's lines
+
+TOKEN = "glpat-" + "Z9y8X7w6V5u4T3s2R1q0"
+USERINFO = "https://oauth2:hunter2hunter2@gitlab.example.com/group/project"
+
+
+def _burst_job_named(name: str) -> dict[str, Any]:
+    plan = copy.deepcopy(PLAN)
+    plan["outputs"]["cost"]["burst"] = {
+        "pipeline": name,
+        "clock": "Mon 09:00",
+        "start_minute": 0,
+        "minutes": 30,
+        "omitted": 0,
+        "cold_starts": [],
+        "warm": [],
+        "jobs": [
+            {
+                "name": name,
+                "pool": "ci-training",
+                "class": "merge_request",
+                "attempt": 1,
+                "queued": 0,
+                "taken": 0,
+                "started": 1,
+                "finished": 30,
+                "outcome": "success",
+                "own": True,
+            }
+        ],
+    }
+    return plan
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda tmp: ["--plan", str(_write(tmp, "head.json", _with("warnings", [TOKEN, USERINFO])))],
+        lambda tmp: ["--plan", str(_write(tmp, "head.json", _with("report", f"token {TOKEN}\nurl {USERINFO}\n")))],
+        lambda tmp: ["--plan", str(_write(tmp, "head.json", _burst_job_named(f"train-{TOKEN}")))],
+        lambda tmp: ["--plan", str(_write(tmp, "head.json", PLAN)), "--base-plan", str(tmp / f"{TOKEN}.json")],
+        lambda tmp: ["--job-url", USERINFO],
+        lambda tmp: ["--job-url", f"https://gitlab.example.com/jobs/1?private_token={TOKEN}"],
+    ],
+    ids=["warnings", "report", "burst-job-name", "base-plan-name", "job-url-userinfo", "job-url-token"],
+)
+def test_the_note_carries_no_token_whatever_the_plan_holds(
+    make: Callable[[Path], list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_mr_note(tmp_path), *make(tmp_path)]) == 0
+    note = capsys.readouterr().out
+    assert "redacted" in note
+    assert TOKEN[6:14] not in note and "hunter2" not in note
+
+
+def test_the_preview_text_is_quoted_without_its_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    preview = _write(tmp_path, "preview.txt", f"Resources:\n    + 1 to create\n  + token: {TOKEN}\n  url: {USERINFO}\n")
+    assert main(["mr-note", "--preview", str(preview), "--dry-run", "--stack", "dev"]) == 0
+    note = capsys.readouterr().out
+    assert "+ token: <redacted>" in note and "hunter2" not in note and TOKEN[6:14] not in note
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--stack", TOKEN], "--stack: the stack name looks like a GitLab token, not a stack name"),
+        (["--plan", "{head}"], "--plan {head}: stack: the stack name looks like a GitLab token, not a stack name"),
+    ],
+    ids=["flag", "plan"],
+)
+def test_a_stack_name_that_is_a_token_is_refused_it_would_sit_in_the_hidden_marker(
+    args: list[str], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = _write(tmp_path, "head.json", _with("stack", TOKEN))
+    command = [arg for arg in _mr_note(tmp_path) if arg not in ("--stack", "dev")]
+    assert main([*command, *(arg.format(head=head) for arg in args)]) == 2
+    assert _one_error(capsys) == expected.format(head=head)
+
+
+def test_plan_diff_prints_no_token_a_plan_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    head = _with("stack", TOKEN)
+    head["resources"][0]["inputs"]["token"] = TOKEN
+    head["resources"][0]["inputs"]["url"] = USERINFO
+    assert main(["plan-diff", str(_write(tmp_path, "base.json", PLAN)), str(_write(tmp_path, "head.json", head))]) == 0
+    out = capsys.readouterr().out
+    assert "Offline plan diff of stack '<redacted>'" in out and '+    token: "<redacted>"' in out
+    assert TOKEN[6:14] not in out and "hunter2" not in out
+
+
+def test_the_guard_names_a_resource_without_the_token_its_urn_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GPU_CI_ALLOW_REPLACE", raising=False)
+    step = {**STEP, "urn": POOL_URN.replace("kapsule-ci-training", TOKEN)}
+    assert main(["guard-replacements", str(_write(tmp_path, "preview.json", {"steps": [step]}))]) == 1
+    err = capsys.readouterr().err
+    assert "error: the plan replaces Kapsule pool '<redacted>'" in err and TOKEN[6:14] not in err
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("plan\nerror: all good.json", "plan\\nerror: all good.json"),
+        ("\x1b[2J\x1b]0;owned\x07plan.json", "\\x1b[2J\\x1b]0;owned\\x07plan.json"),
+        ("p" * 5000 + ".json", "p" * 300 + "…: cannot be read (File name too long)"),
+    ],
+    ids=["newline", "terminal-escapes", "5000-characters"],
+)
+def test_a_file_name_cannot_forge_or_garble_the_error_line(
+    name: str, shown: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan-diff", name, name]) == 2
+    line = _one_error(capsys)
+    assert line.startswith(shown) and "\x1b" not in line

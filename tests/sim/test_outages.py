@@ -105,10 +105,20 @@ def test_simulate_stockout_flag(capsys: pytest.CaptureFixture[str]) -> None:
         ("ci-training:90-0", "error: --stockout='ci-training:90-0': the window must end after it starts"),
         ("nowhere:0-90", "error: --stockout nowhere: not a GPU pool of the platform (ci-compile, ci-training)"),
         ("ci-training:0-1e9", "error: --stockout='1e9': not a number like 1.1 or 15"),
+        (  # a pool name from the command line cannot garble the terminal nor forge a second line
+            "x\x1b[2J\nforged line:0-9",
+            "error: --stockout x\\x1b[2J\\nforged line: not a GPU pool of the platform",
+        ),
+        (  # more windows than the engine takes: it used to end in a traceback
+            [f"ci-training:{minute}-{minute + 1}" for minute in range(0, 402, 2)],
+            "error: --stockout ci-training: 201 windows, the simulation takes at most 200",
+        ),
     ],
+    ids=["no-window", "reversed", "no-pool", "exponent", "control-characters", "too-many-windows"],
 )
-def test_a_bad_stockout_is_one_line(capsys: pytest.CaptureFixture[str], value: str, message: str) -> None:
-    assert main(["simulate", "--stockout", value]) == 2
+def test_a_bad_stockout_is_one_line(capsys: pytest.CaptureFixture[str], value: str | list[str], message: str) -> None:
+    values = [value] if isinstance(value, str) else value
+    assert main(["simulate", *(arg for text in values for arg in ("--stockout", text))]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and len(err.splitlines()) == 1, err
 

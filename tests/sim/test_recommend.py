@@ -132,6 +132,7 @@ def test_write_changes_only_the_keys_lines_and_keeps_comments(
     out = capsys.readouterr().out
     assert f"`python -m infra plan --config {path}` shows it" in out
     assert "-        max_size: 1  # one node, for now" in out and "+        max_size: 2  # one node, for now" in out
+    assert f"`python -m infra plan --config {path}` shows it." in out  # the file written, not the dev stack's
     after = path.read_text(encoding="utf-8").splitlines()
     changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
     assert len(before) == len(after) and len(changed) == 1

@@ -124,7 +124,26 @@ def test_without_set_the_output_is_unchanged(capsys: pytest.CaptureFixture[str])
             "platform.pools.ci-training.max_size=1: a pool without autoscaling has a fixed size",
         ),
         ("pools.ci-training.max_size=[1", "error: --set pools.ci-training.max_size=[1: '[1' is not a YAML value"),
+        (  # a recursive value used to hang the command
+            "pools.ci-training.max_size=&a [*a]",
+            "error: --set pools.ci-training.max_size=&a [*a]: '&a [*a]' is not a YAML value (a recursive or undefined "
+            "alias *a)",
+        ),
+        (  # 5,000 nested lists used to end in a RecursionError traceback
+            "pools.ci-training.max_size=" + "[" * 5000,
+            "error: --set pools.ci-training.max_size="
+            + "[" * 93
+            + "…: '"
+            + "[" * 59
+            + "'… is not a YAML value (nested",
+        ),
+        ("pools.ci-training.max_size=" + "9" * 20_000, "error: --set pools.ci-training.max_size=999"),
+        (
+            "pools.\x1b[2Jci=1",
+            "error: --set pools.\\x1b[2Jci=1: the changed spec is refused: platform.pools.'\\x1b[2Jci'=1: ",
+        ),
     ],
+    ids=lambda value: value[:40],
 )
 def test_a_bad_set_is_one_line_naming_the_key(capsys: pytest.CaptureFixture[str], setting: str, message: str) -> None:
     assert main(["simulate", "--set", setting]) == 2

@@ -519,3 +519,18 @@ def test_the_token_never_reaches_another_host(
     [line] = [line for line in err.splitlines() if line.startswith("error:")]
     assert f"sent the client on to {other.url}" in line
     assert "reader" not in err
+
+
+def test_write_refuses_a_workload_an_anchor_shares_with_another_key(
+    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Editing an anchored value edits every alias of it: `gpu-ci:other` would silently have changed too."""
+    text = stack.read_text(encoding="utf-8").replace("    workload:\n", "    workload: &measured\n", 1)
+    stack.write_text(text + "  gpu-ci:other: *measured\n", encoding="utf-8")
+    before = stack.read_bytes()
+    assert _run(stack, gitlab, "--write") == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: {stack.name}: writing platform.workload would also change gpu-ci:other (an anchor or an alias "
+        "shares its value): write the workload without it: nothing written"
+    )
+    assert stack.read_bytes() == before
