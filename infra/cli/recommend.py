@@ -129,7 +129,6 @@ def _recommend(
 ) -> int:
     """The recommendation against today, as a diff of the stack file, the front; written with `--write`."""
     out = sys.stdout
-    source = f"--config {shlex.quote(str(args.config))}" if args.config else f"--stack {args.stack}"
     chosen = report.recommended
     assert chosen is not None
     raw = config.get("platform")
