@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import typing
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from support.fifo import fifo_with_a_reader
 
 from infra.__main__ import main
 from infra.cli.docs import REFERENCE
@@ -130,12 +130,8 @@ def test_docs_writes_a_regular_file_only(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["docs", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: --out {tmp_path}: cannot be written (it is a directory)\n"
     pipe = tmp_path / "reference.md"
-    os.mkfifo(pipe)
-    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
-    try:
+    with fifo_with_a_reader(pipe):
         assert main(["docs", "--out", str(pipe)]) == 2
-    finally:
-        os.close(reader)
     assert "reference.md: cannot be written (it is a device, pipe or socket, not a regular file)" in (
         capsys.readouterr().err
     )

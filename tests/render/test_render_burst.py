@@ -20,6 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from support.fifo import fifo_with_a_reader
 
 from infra.__main__ import main
 from infra.model.platform import load_platform
@@ -167,12 +168,8 @@ def test_timeline_out_writes_regular_files_only(tmp_path: Path, capsys: pytest.C
     """A named pipe nobody reads used to hang `simulate` (opening it for writing waits for a reader): it is
     refused before it is opened. (The test holds a reader open, so that without the check it fails, not hangs.)"""
     pipe = tmp_path / "burst.svg"
-    os.mkfifo(pipe)
-    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
-    try:
+    with fifo_with_a_reader(pipe):
         assert main(["simulate", "--timeline-out", str(pipe)]) == 2
-    finally:
-        os.close(reader)
     assert capsys.readouterr().err == (
         f"error: --timeline-out {pipe}: cannot be written (it is a device, pipe or socket, not a regular file)\n"
     )
