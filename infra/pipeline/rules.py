@@ -30,7 +30,15 @@ from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
 from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.model.platform import Platform, derive
 from infra.model.profiles import Profile
-from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE, SOURCE_VARIABLE, expands_per_source, holds_slots
+from infra.model.routes import (
+    BATCH_SOURCE,
+    MERGE_REQUEST_SOURCE,
+    PIPELINE_SOURCES,
+    SOURCE_VARIABLE,
+    expand,
+    expands_per_source,
+    holds_slots,
+)
 from infra.model.runners import Runner
 from infra.pipeline.images import AllowedImages, check_images
 from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, rule_variables, variable_problem
@@ -286,7 +294,7 @@ class _Checker:
             self.add(job, f"retry: {retry}")
         if not holds_slots(self.spec, profile.pool):
             return
-        if written != profile.tags:
+        if not routes_alike(written, profile.tags):
             self.add(
                 job,
                 f"sets its own tags {list(written)} instead of {profile.template}'s "
@@ -448,3 +456,10 @@ def retry_problem(retry: object) -> str | None:
             "poll_timeout, a runner gone, the scheduler) and are retried by the templates"
         )
     return None
+
+
+def routes_alike(tags: Iterable[str], template: Iterable[str]) -> bool:
+    """Whether `tags` reach the runners `template`'s do in a pipeline of every source: written in another order,
+    twice, or `$CI_PIPELINE_SOURCE` for `${CI_PIPELINE_SOURCE}`, GitLab routes them alike."""
+    tags, template = tuple(tags), tuple(template)
+    return all(set(expand(tags, source)) == set(expand(template, source)) for source in PIPELINE_SOURCES)

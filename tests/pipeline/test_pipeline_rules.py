@@ -236,3 +236,23 @@ def test_a_job_of_no_family_that_extends_a_template_keeps_its_retry(check: Any) 
 def test_other_routes_around_the_merge_request_routing_are_named(check_held: Any, pipeline: str, verdict: str) -> None:
     found = check_held(pipeline)
     assert any(line.startswith(f".gitlab-ci.yml: {verdict}") for line in found), found
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        '[kapsule, "ci-compile-$CI_PIPELINE_SOURCE"]',
+        '["ci-compile-${CI_PIPELINE_SOURCE}", kapsule]',
+        '[kapsule, kapsule, "ci-compile-${CI_PIPELINE_SOURCE}"]',
+    ],
+)
+def test_tags_that_route_as_the_template_s_do_are_not_a_violation(check_held: Any, tags: str) -> None:
+    """GitLab expands `$CI_PIPELINE_SOURCE` as it does `${CI_PIPELINE_SOURCE}`; a runner matches tags as a set."""
+    assert check_held(f"train-validate-dqn: {{extends: .train-rl-base, script: [train], tags: {tags}}}\n") == []
+
+
+def test_tags_that_route_merge_requests_alike_but_not_batch_pipelines_are_a_violation(check_held: Any) -> None:
+    found = check_held(
+        'hyperopt-dqn: {extends: .train-rl-base, script: [x], tags: [kapsule, "ci-compile-merge_request_event"]}\n'
+    )
+    assert len(found) == 1 and "sets its own tags" in found[0]
