@@ -396,8 +396,6 @@ def _project_variables(platform: Platform) -> dict[str, Any]:
     return found
 
 
-RETRY_MAX_GITLAB = 2
-"""The most retries GitLab accepts (`retry max must be less than or equal to 2`)."""
 RETRY_KEYS = frozenset({"max", "when", "exit_codes"})
 RETRY_REASONS = frozenset(
     {
@@ -435,10 +433,10 @@ def retry_problem(retry: object) -> str | None:
         return "max and when are not a retry GitLab accepts (max: 0-2, when: a reason or a list)"
     extra = sorted(str(key) for key in retry if key not in RETRY_KEYS) if isinstance(retry, dict) else []
     unknown = [str(reason) for reason in when if reason not in RETRY_REASONS]
-    if maximum > RETRY_MAX_GITLAB or extra or unknown:
+    if maximum > RETRY_MAX or extra or unknown:
         what = (
-            f"max {maximum} (GitLab takes 0 to {RETRY_MAX_GITLAB})"
-            if maximum > RETRY_MAX_GITLAB
+            f"max {maximum} (GitLab takes 0 to {RETRY_MAX})"
+            if maximum > RETRY_MAX
             else f"unknown keys {', '.join(extra)}"
             if extra
             else f"when {', '.join(unknown)} (no failure reason GitLab knows)"
