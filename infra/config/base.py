@@ -108,6 +108,25 @@ DnsSubdomain = Annotated[
 ]
 ImagePattern = Annotated[str, pattern(r"\S{1,255}", "not an image reference or glob (1-255 characters, no spaces)")]
 """An image reference or a gitlab-runner image glob (`docker.io/library/python:*`)."""
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_HOST = (
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]{1,5})?/)?"
+)
+IMAGE_REFERENCE = (
+    rf"{_IMAGE_HOST}{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
+"""The distribution reference grammar: `[host[:port]/]path[:tag][@sha256:digest]`; no scheme, no
+`user:password@`, no glob, no upper-case path."""
+ImageReference = Annotated[
+    str,
+    pattern(
+        IMAGE_REFERENCE,
+        "not an image reference like registry.k8s.io/pause:3.10 (host/path:tag or @sha256:digest; no scheme, no "
+        "user:password@, no glob)",
+    ),
+]
+"""An image a pod runs, as the kubelet pulls it (a bad one would leave the pod in InvalidImageName)."""
 CiVariableName = Annotated[
     str, pattern(CI_VARIABLE.pattern, "not a valid CI variable name (letters, digits, '_')", MAX_CI_VARIABLE_NAME)
 ]

@@ -51,6 +51,8 @@ PROVIDER_CREDENTIAL_KEYS = (
 
 _USERINFO = re.compile(r"(?<=://)[^\s/?#@]+@")
 """`user:password@` after a URL's scheme."""
+_LEADING_USERINFO = re.compile(r"(?<=')[^\s'/?#@:]+:[^\s'/?#@]+@")
+"""`user:password@` at the start of a quoted value with no scheme (an image `user:pass@host/path`)."""
 REDACTED = "<redacted>"
 
 
@@ -58,6 +60,7 @@ def redact_credentials(text: str) -> str:
     """`text` with every credential-shaped part (a token, a key, a URL's userinfo) replaced by `<redacted>`: the
     last gate of every error and warning line, whatever field, key or reason quoted the value."""
     text = _USERINFO.sub(REDACTED + "@", text)
+    text = _LEADING_USERINFO.sub(REDACTED + "@", text)
     for _, shape in _VALUE_SHAPES:
         text = shape.sub(REDACTED, text)
     return text

@@ -20,7 +20,8 @@ from infra.config.base import SpecModel
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 MINUTES_PER_DAY = 24 * 60
 MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
-_CLOCK = re.compile(r"(?P<h>[01]\d|2[0-4]):(?P<m>[0-5]\d)")
+_CLOCK = re.compile(r"(?P<h>[01][0-9]|2[0-4]):(?P<m>[0-5][0-9])")
+"""ASCII digits only: `\\d` would also take other scripts' digits (U+0668, an Arabic-Indic 8), which `int()` reads."""
 _DAY_PART = re.compile(r"(?P<first>[A-Za-z]{3})(?:-(?P<last>[A-Za-z]{3}))?")
 
 
@@ -38,13 +39,13 @@ def weekdays(text: str) -> frozenset[int]:
         raise ValueError("not days like Mon-Fri or Sat,Sun")
     days: list[int] = []
     for part in text.split(","):
-        match = _DAY_PART.fullmatch(part.strip())
+        match = _DAY_PART.fullmatch(part.strip(" "))  # spaces only: "Mon-Fri\n" is refused like any trailing newline
         names = [match["first"], match["last"] or match["first"]] if match else []
         if not names or any(name.lower() not in WEEKDAYS for name in names):
-            raise ValueError(f"{part.strip()[:16]!r} is not a day or a range of days like Mon-Fri (Mon ... Sun)")
+            raise ValueError(f"{part.strip(' ')[:16]!r} is not a day or a range of days like Mon-Fri (Mon ... Sun)")
         first, last = (WEEKDAYS.index(name.lower()) for name in names)
         if last < first:
-            raise ValueError(f"{part.strip()!r} runs backwards: a range goes from Mon towards Sun")
+            raise ValueError(f"{part.strip(' ')!r} runs backwards: a range goes from Mon towards Sun")
         days += range(first, last + 1)
     if len(set(days)) != len(days):
         raise ValueError("names a day twice")
@@ -53,6 +54,11 @@ def weekdays(text: str) -> frozenset[int]:
 
 def parse_clock(value: Any) -> str:
     """`HH:MM` from 00:00 to 24:00."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MINUTES_PER_DAY:
+        hours, minutes = divmod(value, 60)
+        raise ValueError(
+            f'is how YAML reads {hours}:{minutes:02d} unquoted (base 60): write "{hours:02d}:{minutes:02d}"'
+        )
     match = _CLOCK.fullmatch(value) if isinstance(value, str) else None
     if match is None or (match["h"] == "24" and match["m"] != "00"):
         raise ValueError("not a time of day like 08:00 (00:00 to 24:00, quoted in YAML)")
@@ -64,8 +70,13 @@ def clock_minutes(text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
+NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+"""Files of a zoneinfo directory that name no place: `localtime` is the machine's own zone (another on the
+cluster, or none), `posixrules` a template, `Factory` the "-00" of an unset clock."""
+
+
 def parse_time_zone(value: Any) -> str:
-    if not isinstance(value, str) or len(value) > 64 or value not in _time_zones():
+    if not isinstance(value, str) or len(value) > 64 or value in NOT_ZONES or value not in _time_zones():
         raise ValueError("not an IANA time zone like Europe/Paris or UTC")
     return value
 
@@ -77,7 +88,7 @@ def _time_zones() -> frozenset[str]:
 
 Days = Annotated[str, BeforeValidator(parse_days)]
 """Days of the week: `Mon-Fri`, `Sat,Sun`, `Mon,Wed-Fri`."""
-ClockTime = Annotated[str, AfterValidator(parse_clock)]
+ClockTime = Annotated[str, BeforeValidator(parse_clock)]
 """A time of day, `HH:MM` (00:00 to 24:00), in the workload's time zone."""
 TimeZone = Annotated[str, AfterValidator(parse_time_zone)]
 """An IANA time zone name (`Europe/Paris`, `UTC`)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from infra.config.base import ImagePattern, KubernetesNamespace, SpecModel, StrictInt
+from infra.config.base import ImageReference, KubernetesNamespace, SpecModel, StrictInt
 
 MAX_PRIORITY = 1_000_000_000
 """Kubernetes' highest value of a user PriorityClass (above it: system classes only)."""
@@ -32,7 +32,7 @@ class WarmCapacitySpec(SpecModel):
     job_priority: StrictInt = Field(1000, ge=-MAX_PRIORITY, le=MAX_PRIORITY)
     """Priority of the CI job pods of pools with warm windows (the runners' `priority_class_name`): above the
     placeholders', so a job preempts one."""
-    pause_image: ImagePattern = "registry.k8s.io/pause:3.10"
+    pause_image: ImageReference = "registry.k8s.io/pause:3.10"
     """Image of the placeholder pods (they only hold a slot)."""
-    scaler_image: ImagePattern = "curlimages/curl:8.11.1"
+    scaler_image: ImageReference = "curlimages/curl:8.11.1"
     """Image of the CronJobs that scale the placeholders (curl against the Kubernetes API)."""

@@ -71,6 +71,13 @@ class KindLoadSpec(WindowSpec):
     def _p90(self) -> KindLoadSpec:
         if self.minutes_p90 is not None and self.minutes_p90 < self.minutes_per_job:
             raise ValueError(f"minutes_p90={self.minutes_p90:g} is below minutes_per_job={self.minutes_per_job:g}")
+        # The p99 in log space: a median of 1e-300 under a p90 of 40 would overflow exp() (and mean nothing).
+        if math.log(self.minutes_per_job) + Z99 * self.sigma > math.log(MAX_MINUTES_PER_JOB):
+            raise ValueError(
+                f"minutes_p90={self.minutes_p90:g} over minutes_per_job={self.minutes_per_job:g} spreads the run "
+                f"times past a week ({MAX_MINUTES_PER_JOB} min) at their p99, the longest run the simulation "
+                "draws: bring the two closer"
+            )
         return self
 
 

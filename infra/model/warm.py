@@ -79,6 +79,10 @@ def _edges(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int]]:
     if len(spans) > 1 and spans[0][0] == 0 and spans[-1][1] == MINUTES_PER_WEEK and spans[0][2] == spans[-1][2]:
         edges.remove((0, spans[0][2]))
         edges.remove((0, 0))
+    elif spans and spans[0][0] == 0 and spans[-1][1] == MINUTES_PER_WEEK:
+        # A span that ends at the week's end meets one that starts on Monday 00:00 (the same span, all week long):
+        # one CronJob there, to the first span's count, not two at the same minute racing (to 0 and to N).
+        edges.remove((0, 0))
     return edges
 
 

@@ -159,6 +159,18 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _MAX_NUMBER_TEXT = 100
 
 
+def _read_otherwise(node: yaml.ScalarNode) -> str | None:
+    """What YAML 1.1 (PyYAML) makes of a plain scalar that Pulumi's YAML reader keeps as text, or None: a time
+    `8:00` is the base-60 number 480, a date `2024-01-01` a timestamp (which no setting takes)."""
+    if node.style:  # quoted or a block scalar: text (libyaml says '' for plain, PyYAML None)
+        return None
+    if node.tag == "tag:yaml.org,2002:timestamp":
+        return "a date"
+    if node.tag in _NUMBER_TAGS and ":" in node.value:
+        return "a base-60 number"
+    return None
+
+
 def _check_nodes(root: yaml.Node) -> None:
     """Refuse duplicate keys and numbers too long to convert (checked once per node, aliases included)."""
     seen_nodes: set[int] = set()
@@ -170,6 +182,11 @@ def _check_nodes(root: yaml.Node) -> None:
         seen_nodes.add(id(node))
         if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
             raise StackFileError(f"{node.start_mark.line + 1}: a number of {len(node.value)} characters")
+        if isinstance(node, yaml.ScalarNode) and _read_otherwise(node):
+            raise StackFileError(
+                f"{node.start_mark.line + 1}: {printable(node.value, 40)} unquoted is read as {_read_otherwise(node)} "
+                "here and as text by Pulumi: quote it"
+            )
         if isinstance(node, yaml.MappingNode):
             keys: set[tuple[str, str]] = set()
             for key, value in node.value:

@@ -102,8 +102,12 @@ Besides each key's own constraints, `load_spec` checks, before anything is regis
   characters; the job timeout holds one attempt's `poll_timeout` (derived from `node_wait_tolerance`) plus
   the pool's longest job; the default tags and each template's tags, expanded for every pipeline source,
   are held by their pool's runners only (`pool_tags` must not hold all of `tags`);
-- warm windows are on GPU pools, within `max_size`, and do not overlap each other; the GPU operator's
-  namespace is not the runners';
+- warm windows and held slots are on GPU pools, windows within `max_size`, and do not overlap each other;
+  the GPU operator's namespace is not the runners'; the namespaces gpu-ci creates (the runners', the
+  placeholders') are none of the cluster's own (`default`, `kube-*`); the placeholders' images are image
+  references (no scheme, `user:password@` or glob);
+- times are `HH:MM` in ASCII digits, time zones IANA names of a place (not `localtime`, `posixrules`,
+  `Factory`); a kind's p90 does not spread its run times past a week at their p99;
 - a group runner scope or group variables name `gitlab.group`, and the project is in it;
 - CI variable names are valid and do not shadow what gpu-ci derives (`REGISTRY`), the routing
   (`KUBERNETES_*`) or GitLab's predefined variables (`CI_*`, `GITLAB_*`), nor (CI or profile variables)

@@ -187,6 +187,14 @@ def _plan(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
         ),
         (b"config:\n  1: 2\n", "error: stack.yaml:2: config key 1 is not a key like gpu-ci:platform"),
         (b'config:\n  x: "a\x00b"\n', "error: stack.yaml:2: not a readable stack file: control characters"),
+        (
+            b"config:\n  gpu-ci:platform:\n    x: {from: 8:00}\n",
+            "error: stack.yaml:3: 8:00 unquoted is read as a base-60 number here and as text by Pulumi: quote it",
+        ),
+        (
+            b"config:\n  gpu-ci:platform:\n    days: 2024-01-01\n",
+            "error: stack.yaml:3: 2024-01-01 unquoted is read as a date here and as text by Pulumi: quote it",
+        ),
     ],
     ids=[
         "syntax",
@@ -200,6 +208,8 @@ def _plan(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
         "token",
         "key",
         "control-character",
+        "base-60-time",
+        "date",
     ],
 )
 def test_a_broken_stack_file_is_one_error_line(

@@ -834,4 +834,91 @@ GUARD_CASES = [
 """Values that would disarm a guard, or a platform whose waits do not fit its timeouts."""
 
 
-ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES, *GUARD_CASES]
+def _warm(**settings: Any) -> Edit:
+    """Working-hours warm windows on ci-training, with `warm_capacity` settings."""
+
+    def edit(platform: dict[str, Any]) -> None:
+        platform["pools"]["ci-training"]["warm"] = [{"days": "Mon-Fri", "from": "08:00", "to": "19:00"}]
+        platform.setdefault("warm_capacity", {}).update(settings)
+
+    return edit
+
+
+NEWER_KEY_CASES = [
+    Bad(
+        "kind-median-overflowing-its-p99",
+        set_("workload", "profiles", "rl", "kinds", "train-validate", "minutes_per_job", value=1e-300),
+        "platform.workload.profiles.rl.kinds.train-validate={class: 'merge_request', jobs_per_day: 6, "
+        "minutes_per_job: 1e-300, minutes_p90: 40, days: 'Mon-Fri', from: '09:00', to: '18:00'}: minutes_p90=40 "
+        "over minutes_per_job=1e-300 spreads the run times past a week (10080 min) at their p99, the longest run "
+        "the simulation draws: bring the two closer",
+    ),
+    Bad(
+        "kind-p90-a-week",
+        set_("workload", "profiles", "rl", "kinds", "hyperopt", "minutes_p90", value=10080),
+        "platform.workload.profiles.rl.kinds.hyperopt={class: 'batch', jobs_per_day: 2, minutes_per_job: 146.7, "
+        "minutes_p90: 10080, days: 'Mon-Fri', from: '13:00', to: '15:00'}: minutes_p90=10080 over "
+        "minutes_per_job=146.7 spreads the run times past a week (10080 min) at their p99, the longest run the "
+        "simulation draws: bring the two closer",
+    ),
+    Bad(
+        "clock-with-an-arabic-indic-digit",
+        set_("workload", "profiles", "rl", "kinds", "train-validate", "from", value="0\u0669:00"),
+        "platform.workload.profiles.rl.kinds.train-validate.from='0\u0669:00': not a time of day like 08:00 "
+        "(00:00 to 24:00, quoted in YAML)",
+    ),
+    Bad(
+        "clock-read-as-base-60",
+        set_("workload", "profiles", "rl", "kinds", "train-validate", "to", value=1080),
+        "platform.workload.profiles.rl.kinds.train-validate.to=1080: is how YAML reads 18:00 unquoted (base 60): "
+        'write "18:00"',
+    ),
+    Bad(
+        "days-with-a-trailing-newline",
+        set_("workload", "profiles", "rl", "kinds", "train-validate", "days", value="Mon-Fri\n"),
+        "platform.workload.profiles.rl.kinds.train-validate.days='Mon-Fri\\n': 'Mon-Fri\\n' is not a day or a "
+        "range of days like Mon-Fri (Mon ... Sun)",
+    ),
+    Bad(
+        "time-zone-of-the-machine",
+        set_("workload", "time_zone", value="localtime"),
+        "platform.workload.time_zone='localtime': not an IANA time zone like Europe/Paris or UTC",
+    ),
+    Bad(
+        "runner-in-kube-system",
+        lambda p: (p["runner"].update(namespace="kube-system"), p["gpu_operator"].update(namespace="gpu-operator")),
+        "platform.runner.namespace='kube-system': is one of the cluster's own namespaces: gpu-ci creates this one, "
+        "with Pod Security restricted and default-deny network policies that would break what runs there; give it "
+        "its own",
+    ),
+    Bad(
+        "placeholders-in-default",
+        _warm(namespace="default"),
+        "platform.warm_capacity.namespace='default': is one of the cluster's own namespaces: gpu-ci creates this "
+        "one, with Pod Security restricted and default-deny network policies that would break what runs there; "
+        "give it its own",
+    ),
+    Bad(
+        "placeholder-image-with-a-password",
+        _warm(pause_image="ci:hunter2-is-my-password@registry.k8s.io/pause:3.10"),
+        "platform.warm_capacity.pause_image='<redacted>@registry.k8s.io/pause:3.10': not an image reference like "
+        "registry.k8s.io/pause:3.10 (host/path:tag or @sha256:digest; no scheme, no user:password@, no glob)",
+    ),
+    Bad(
+        "scaler-image-a-glob",
+        _warm(scaler_image="curlimages/curl:*"),
+        "platform.warm_capacity.scaler_image='curlimages/curl:*': not an image reference like "
+        "registry.k8s.io/pause:3.10 (host/path:tag or @sha256:digest; no scheme, no user:password@, no glob)",
+    ),
+    Bad(
+        "held-slots-on-a-cpu-pool",
+        set_("pools", "system", "merge_request_slots", value=1),
+        "platform.pools.system.merge_request_slots=1: held slots are for GPU pools: this pool has no runner to hold "
+        "them (its nodes run no CI job)",
+    ),
+]
+"""Hostile values on the keys of the merge-request levers, the workload's kinds and hours, and the namespaces
+and images gpu-ci creates: each refused at its key before any resource."""
+
+
+ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES, *GUARD_CASES, *NEWER_KEY_CASES]

@@ -17,9 +17,10 @@ jobs (`jobs.py`: profiles, workload, runner, GitLab, CI variables). Checked, eac
 - workload: its profiles exist, the day's jobs within the cap, baseline node types known and GPU;
 - runner: `default_pool` exists and is targeted, `manager_pool` (as set or chosen) is an always-on CPU pool;
 - gitlab: a group scope names the group, and the project sits in it;
-- the GPU operator's namespace is not the runners';
-- warm windows: on GPU pools, within max_size, not overlapping each other; the placeholders' priority at or
-  above the autoscaler's expendable cutoff and below the jobs', in a namespace of their own;
+- the GPU operator's namespace is not the runners'; the runners' and the placeholders' are not the
+  cluster's own;
+- held slots and warm windows: on GPU pools; within max_size, not overlapping each other; the placeholders'
+  priority at or above the autoscaler's expendable cutoff and below the jobs', in a namespace of their own;
 - ci: variable names GitLab accepts, none that shadows a derived, `KUBERNETES_*`, `CI_*` or `GITLAB_*`
   variable, none that disarms a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`: GPUs around the device plugin;
   `FF_*`: the runner's feature flags), no credential in clear (CI or profile variables), `image` names the

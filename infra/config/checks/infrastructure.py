@@ -134,11 +134,30 @@ def _sharing_problems(spec: PlatformSpec, name: str) -> list[Problem]:
     return [Problem(path, pool.gpu_sharing.strategy, f"{pool.node_type} has no GPU to share")]
 
 
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+"""Namespaces of the cluster itself: gpu-ci creates the runners' and the placeholders' namespaces, with Pod
+Security `restricted` and default-deny policies, so neither may be one of these (an `up` would take it over)."""
+
+
 def _namespace_problems(spec: PlatformSpec) -> list[Problem]:
-    """The operator's namespace is not the runners' (its Pod Security and default-deny policies would break
-    the operator, and its device-plugin ConfigMap would sit where jobs run)."""
-    if spec.gpu_operator.namespace != spec.runner.namespace:
-        return []
+    """The namespaces gpu-ci creates are not the cluster's own; the operator's namespace is not the runners'
+    (its Pod Security and default-deny policies would break the operator, and its device-plugin ConfigMap
+    would sit where jobs run)."""
+    created = [(("runner", "namespace"), spec.runner.namespace)]
+    if spec.warm_pools():
+        created.append((("warm_capacity", "namespace"), spec.warm_capacity.namespace))
+    problems = [
+        Problem(
+            key_path(*path),
+            namespace,
+            "is one of the cluster's own namespaces: gpu-ci creates this one, with Pod Security restricted and "
+            "default-deny network policies that would break what runs there; give it its own",
+        )
+        for path, namespace in created
+        if namespace in SYSTEM_NAMESPACES
+    ]
+    if problems or spec.gpu_operator.namespace != spec.runner.namespace:
+        return problems
     return [
         Problem(
             key_path("gpu_operator", "namespace"),
@@ -178,7 +197,10 @@ def _warm_capacity_problems(spec: PlatformSpec) -> list[Problem]:
                 "placeholder, and would wait Pending beside it",
             )
         )
-    if warm.namespace in (spec.runner.namespace, spec.gpu_operator.namespace):
+    if (
+        warm.namespace in (spec.runner.namespace, spec.gpu_operator.namespace)
+        and warm.namespace not in SYSTEM_NAMESPACES
+    ):
         problems.append(
             Problem(
                 key_path("warm_capacity", "namespace"),
@@ -200,12 +222,21 @@ def _warm_capacity_problems(spec: PlatformSpec) -> list[Problem]:
 
 
 def _warm_problems(spec: PlatformSpec, name: str) -> list[Problem]:
-    """Warm windows: on a GPU pool, within its max_size, not overlapping each other."""
+    """Held slots and warm windows: on a GPU pool; windows within its max_size, not overlapping each other."""
     pool, problems = spec.pools[name], []
+    if pool.merge_request_slots and spec.pool_node(name) is not None and not spec.is_gpu_pool(name):
+        problems.append(
+            Problem(
+                key_path("pools", name, "merge_request_slots"),
+                pool.merge_request_slots,
+                "held slots are for GPU pools: this pool has no runner to hold them (its nodes run no CI job)",
+            )
+        )
     path = ("pools", name, "warm")
     if pool.warm and not spec.is_gpu_pool(name):
         return [
-            Problem(key_path(*path), len(pool.warm), "warm capacity is for GPU pools: this pool's nodes run no CI job")
+            *problems,
+            Problem(key_path(*path), len(pool.warm), "warm capacity is for GPU pools: this pool's nodes run no CI job"),
         ]
     seen: list[tuple[int, int, int]] = []
     for index, window in enumerate(pool.warm):
