@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from infra.config.checks.jobs import guard_variable_reason
 from infra.config.pools import POOL_NAME_LABEL
 from infra.config.profiles import name_tokens
 from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
@@ -159,6 +160,7 @@ class _Checker:
             if runner is not None:
                 self.check_template_keys(job, runner, written)
         if runner is not None:
+            self.check_guard_variables(job)
             self.check_resources(job, runner)
             self.check_selectors(job, runner)
             check_images(
@@ -169,6 +171,14 @@ class _Checker:
                 violation=lambda message: self.add(job, message),
                 warning=lambda message: self.result.warn(f"{job.file}: {job.name}: {message}"),
             )
+
+    def check_guard_variables(self, job: ResolvedJob) -> None:
+        """Variables a job on the platform's runners may not set (as the spec refuses them in its CI and profile
+        variables): GPUs around the device plugin, MPS's own settings, the runner's feature flags."""
+        for name in job.variables:
+            if name not in self.project_variables and (reason := guard_variable_reason(str(name))):
+                where, definer = job.where(str(name))
+                self.result.add(Violation(where, definer, f"sets {name}: {reason}"), cause=job.name)
 
     def add(self, job: ResolvedJob, message: str) -> None:
         self.result.add(Violation(job.file, job.name, message))

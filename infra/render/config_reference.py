@@ -111,7 +111,7 @@ Besides each key's own constraints, `load_spec` checks, before anything is regis
 - a group runner scope or group variables name `gitlab.group`, and the project is in it;
 - CI variable names are valid and do not shadow what gpu-ci derives (`REGISTRY`), the routing
   (`KUBERNETES_*`) or GitLab's predefined variables (`CI_*`, `GITLAB_*`), nor (CI or profile variables)
-  disarm a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`, the runner's `FF_*` feature flags);
+  disarm a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`, `CUDA_MPS_*`, the runner's `FF_*` feature flags);
 - no value anywhere looks like a credential (it would be committed in clear and printed);
 - workload profiles exist, each with `kinds` or `jobs_per_day` and `minutes_per_job`; the baseline is a GPU
   node type of the catalogue.

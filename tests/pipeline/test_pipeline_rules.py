@@ -256,3 +256,36 @@ def test_tags_that_route_merge_requests_alike_but_not_batch_pipelines_are_a_viol
         'hyperopt-dqn: {extends: .train-rl-base, script: [x], tags: [kapsule, "ci-compile-merge_request_event"]}\n'
     )
     assert len(found) == 1 and "sets its own tags" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("variables", "name"),
+    [
+        ("{NVIDIA_VISIBLE_DEVICES: all}", "NVIDIA_VISIBLE_DEVICES"),
+        ('{CUDA_VISIBLE_DEVICES: "0,1"}', "CUDA_VISIBLE_DEVICES"),
+        ("{CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: 100}", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
+        ('{FF_USE_ADVANCED_POD_SPEC_CONFIGURATION: "false"}', "FF_USE_ADVANCED_POD_SPEC_CONFIGURATION"),
+    ],
+)
+def test_a_job_may_not_set_what_disarms_a_guard(check: Any, variables: str, name: str) -> None:
+    """What the spec refuses in its CI and profile variables, a training job may not set either."""
+    found = check(f"hyperopt-dqn: {{extends: .train-rl-base, script: [x], variables: {variables}}}\n")
+    assert len(found) == 1 and found[0].startswith(f".gitlab-ci.yml: hyperopt-dqn: sets {name}: ")
+
+
+def test_a_guard_variable_set_globally_is_named_where_it_is_written_with_the_jobs_it_breaks(check: Any) -> None:
+    found = check(
+        "variables: {NVIDIA_VISIBLE_DEVICES: all}\n"
+        "hyperopt-dqn: {extends: .train-rl-base, script: [x]}\n"
+        "other: {stage: build, script: [x], tags: [docker]}\n"
+    )
+    assert len(found) == 1 and found[0].startswith(
+        ".gitlab-ci.yml: variables: sets NVIDIA_VISIBLE_DEVICES: would change"
+    )
+    assert "hyperopt-dqn" in found[0] and "other" not in found[0]
+
+
+def test_lower_case_names_are_other_variables(check: Any) -> None:
+    assert (
+        check("hyperopt-dqn: {extends: .train-rl-base, script: [x], variables: {nvidia_visible_devices: all}}\n") == []
+    )

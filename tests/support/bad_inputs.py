@@ -786,6 +786,13 @@ GUARD_CASES = [
         "gpu_sharing",
     ),
     Bad(
+        "mps-share-of-a-profile",
+        set_("profiles", "supervised", "variables", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", value="100"),
+        "platform.profiles.supervised.variables.CUDA_MPS_ACTIVE_THREAD_PERCENTAGE='100': would change the job's MPS "
+        "client settings (its pipe, its share of the GPU's threads or memory), which the device plugin sets for each "
+        "replica: the GPU share comes from the pool's gpu_sharing",
+    ),
+    Bad(
         "feature-flag-dropping-the-gpu-request",
         set_("ci", "variables", value={"FF_USE_ADVANCED_POD_SPEC_CONFIGURATION": "false"}),
         "platform.ci.variables.FF_USE_ADVANCED_POD_SPEC_CONFIGURATION='false': a job variable overrides the runner's "

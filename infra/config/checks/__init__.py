@@ -22,7 +22,7 @@ jobs (`jobs.py`: profiles, workload, runner, GitLab, CI variables). Checked, eac
 - held slots and warm windows: on GPU pools; within max_size, not overlapping each other; the placeholders'
   priority at or above the autoscaler's expendable cutoff and below the jobs', in a namespace of their own;
 - ci: variable names GitLab accepts, none that shadows a derived, `KUBERNETES_*`, `CI_*` or `GITLAB_*`
-  variable, none that disarms a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`: GPUs around the device plugin;
-  `FF_*`: the runner's feature flags), no credential in clear (CI or profile variables), `image` names the
-  configured registry variable.
+  variable, none that disarms a guard (`NVIDIA_*`, `CUDA_VISIBLE_DEVICES`, `CUDA_MPS_*`: GPUs around the
+  device plugin; `FF_*`: the runner's feature flags), no credential in clear (CI or profile variables), `image`
+  names the configured registry variable.
 """

@@ -207,6 +207,7 @@ def _gitlab_problems(spec: PlatformSpec) -> list[Problem]:
 
 GPU_VISIBILITY_PREFIXES = ("NVIDIA_",)
 GPU_VISIBILITY_VARIABLES = ("CUDA_VISIBLE_DEVICES",)
+MPS_PREFIX = "CUDA_MPS_"
 FEATURE_FLAG_PREFIX = "FF_"
 
 
@@ -219,7 +220,7 @@ def _ci_variable_reason(name: str, derived: set[str]) -> str | None:
         return "would size or route every job; routing comes from the profiles' templates"
     if name.startswith(("CI_", "GITLAB_")):
         return "would shadow a GitLab predefined variable"
-    return _guard_variable(name)
+    return guard_variable_reason(name)
 
 
 def _profile_variable_problems(spec: PlatformSpec) -> list[Problem]:
@@ -229,7 +230,7 @@ def _profile_variable_problems(spec: PlatformSpec) -> list[Problem]:
     for profile_name, profile in sorted(spec.profiles.items()):
         for name, value in sorted(profile.variables.items()):
             path = key_path("profiles", profile_name, "variables", name)
-            if guard := _guard_variable(name):
+            if guard := guard_variable_reason(name):
                 problems.append(Problem(path, value, guard))
             elif what := credential_kind(name, value):
                 problems.append(
@@ -243,12 +244,19 @@ def _profile_variable_problems(spec: PlatformSpec) -> list[Problem]:
     return problems
 
 
-def _guard_variable(name: str) -> str | None:
-    """Why a CI or profile variable would disarm a guard of the platform, or None."""
+def guard_variable_reason(name: str) -> str | None:
+    """Why a variable of the jobs (CI, profile, or one a training job sets: check-ci) would disarm a guard of
+    the platform, or None. Names are case-sensitive, as the jobs' environment is: `nvidia_visible_devices` is
+    harmless."""
     if name.startswith(GPU_VISIBILITY_PREFIXES) or name in GPU_VISIBILITY_VARIABLES:
         return (
             "would change which GPUs a job sees around the device plugin (NVIDIA_VISIBLE_DEVICES=all shows it every "
             "GPU of its node): the GPU share comes from the pool's gpu_sharing"
+        )
+    if name.startswith(MPS_PREFIX):
+        return (
+            "would change the job's MPS client settings (its pipe, its share of the GPU's threads or memory), which "
+            "the device plugin sets for each replica: the GPU share comes from the pool's gpu_sharing"
         )
     if name.startswith(FEATURE_FLAG_PREFIX):
         return (
