@@ -1,9 +1,15 @@
-"""Valid but unusual stacks: a kind in the week's last minute, merge-request jobs that fail for good."""
+"""Valid but unusual stacks: a kind in the week's last minute, merge-request jobs that fail for good, a target
+below a tenth of a minute."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+from test_recommend import _one_pool, _stack_dir
+
+from infra.__main__ import main
 from infra.config.schedule import MINUTES_PER_WEEK
 from infra.model.platform import load_platform
 from infra.render.report import render_report
@@ -60,3 +66,11 @@ def test_a_merge_request_job_that_fails_for_good_misses_the_target(dev_platform:
     assert "1 of 121 merge-request jobs failed" in str(warning)
     assert "MISSED: merge-request jobs wait" in render_report(platform, week)
     assert "; 1 merge-request job(s) failed." in render_report(platform, week)
+
+
+def test_recommend_states_a_small_target_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A target of 0.04 min was shown as "0.0 min", a target nothing but no wait at all could meet."""
+    raw = _one_pool(jobs_per_day=20, window=("10:00", "10:01"))
+    raw["slo"]["merge_request_wait_minutes"] = 0.04
+    assert main(["recommend", "--config", str(_stack_dir(raw, tmp_path))]) == 1
+    assert "platform.slo.merge_request_wait_minutes = 0.04 min (20 merge-request jobs" in capsys.readouterr().out
