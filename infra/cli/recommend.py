@@ -156,7 +156,7 @@ def _heading(stack: str, report: SearchReport) -> str:
     reasons = "; ".join(f"{count} {why}" for why, count in report.skipped.items())
     lines = [
         f"Recommendation for stack {stack!r}: the cheapest platform whose merge-request wait p95 over the week is "
-        f"within platform.slo.merge_request_wait_minutes = {_min(target.minutes)} min ({target.jobs} merge-request "
+        f"within platform.slo.merge_request_wait_minutes = {float(target.minutes):g} min ({target.jobs} merge-request "
         "jobs; at most "
         f"{target.allowed_over} over it), with 0 failed jobs, as estimated and with jobs 10 % slower.",
         f"Searched {report.candidates} candidates of {len(report.pools)} GPU pool(s) ({', '.join(report.pools)}): "

@@ -274,8 +274,11 @@ def _target(cost: CostReport) -> str:
     if target is None:
         return ""
     p95 = cost.merge_request_p95
-    verdict = {True: "met", False: "MISSED", None: "not judged (no merge-request job ran)"}[cost.target_met]
-    shown = "" if p95 is None else f": merge-request jobs wait {_minutes(p95)} min (p95)"
+    verdict = {True: "met", False: "MISSED", None: "not judged (no merge-request job in the week)"}[cost.target_met]
+    parts = [] if p95 is None else [f"merge-request jobs wait {_minutes(p95)} min (p95)"]
+    if failed := cost.waits("merge_request").failed:
+        parts.append(f"{failed} merge-request job(s) failed")
+    shown = "".join(f": {part}" if not index else f"; {part}" for index, part in enumerate(parts))
     return f"Target platform.slo.merge_request_wait_minutes = {target:g} min: {verdict}{shown}.\n"
 
 

@@ -4,8 +4,8 @@ The week starts on Monday 00:00 in `workload.time_zone`. Everything drawn is see
 (`zlib.crc32`, not Python's salted `hash`), so a spec always gives the same week, in every process:
 
 - A kind (`workload.profiles.<p>.kinds.<kind>`) comes in **pipelines** of one job per family of the profile,
-  `ceil(jobs_per_day / families)` a day on each of its `days`, queued at minutes drawn uniformly within
-  `from`-`to`. The draws belong to the kind's name and the day, so the same kind in two profiles with as many
+  `ceil(jobs_per_day / families)` a day on each of its `days`, queued at whole minutes drawn uniformly within
+  [`from`, `to`). The draws belong to the kind's name and the day, so the same kind in two profiles with as many
   pipelines a day is one pipeline (`train-validate-dqn` and `train-validate-tft` queued together, as one
   merge request's pipeline runs every family).
 - A kind's run times: its median `minutes_per_job`, or with `minutes_p90` a log-normal through the median and
@@ -91,7 +91,9 @@ def _kind_jobs(profile: str, families: tuple[str, ...], kinds: dict[str, KindLoa
         pipelines = math.ceil(kind.jobs_per_day / len(families))
         for day, (start, end) in _days(kind):
             draws = Random(_seed(kind_name, day))
-            times = sorted(start + round(draws.random() * (end - start)) for _ in range(pipelines))
+            # [from, to): a draw rounded up to `to` is the window's last minute, not past it (past Sunday 24:00
+            # it would leave the week, and any warm window ending at `to`)
+            times = sorted(min(end - 1, start + round(draws.random() * (end - start))) for _ in range(pipelines))
             for number, at in enumerate(times):
                 for index, family in enumerate(families):
                     if number * len(families) + index >= kind.jobs_per_day:

@@ -174,27 +174,36 @@ class CostReport:
 
     @property
     def target_met(self) -> bool | None:
-        """Whether the merge-request p95 is within the target (None: no target, or no merge-request job ran)."""
-        target, p95 = self.merge_request_target_minutes, self.merge_request_p95
-        if target is None or p95 is None:
+        """Whether the merge-request p95 is within the target and no merge-request job failed for good (a job
+        that never ran waited longer than any target; None: no target, or no merge-request job in the week)."""
+        target, waits = self.merge_request_target_minutes, self.waits("merge_request")
+        if target is None or not waits.jobs:
             return None
-        return p95 <= Fraction(target).limit_denominator(1000)
+        if waits.failed or waits.p95 is None:
+            return False
+        return waits.p95 <= Fraction(target).limit_denominator(1000)
 
     def warnings(self) -> list[Problem]:
         """A missed target, at its key."""
         if self.target_met is not False:
             return []
         waits = self.waits("merge_request")
-        assert waits.p95 is not None and waits.slot_p95 is not None and waits.node_p95 is not None
         target = self.merge_request_target_minutes
+        failed = f"{waits.failed} of {waits.jobs} merge-request jobs failed in the simulated week"
+        if waits.p95 is None or waits.slot_p95 is None or waits.node_p95 is None:
+            missed = failed
+        else:
+            missed = (
+                f"missed on the simulated week: merge-request jobs wait {_minutes(waits.p95)} min (p95; for a slot "
+                f"{_minutes(waits.slot_p95)}, for a node {_minutes(waits.node_p95)})"
+                + (f", and {failed}" if waits.failed else "")
+            )
         return [
             Problem(
                 key_path("slo", "merge_request_wait_minutes"),
                 int(target) if target is not None and float(target).is_integer() else target,
-                f"missed on the simulated week: merge-request jobs wait {_minutes(waits.p95)} min (p95; for a slot "
-                f"{_minutes(waits.slot_p95)}, for a node {_minutes(waits.node_p95)}): hold slots for them "
-                "(pools.<pool>.merge_request_slots), keep nodes warm in working hours (pools.<pool>.warm), or raise "
-                "max_size (docs/feedback-time.md)",
+                f"{missed}: hold slots for them (pools.<pool>.merge_request_slots), keep nodes warm in working hours "
+                "(pools.<pool>.warm), or raise max_size (docs/feedback-time.md)",
                 "warning",
             )
         ]
