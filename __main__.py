@@ -25,7 +25,7 @@ try:
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
 
-for warning in platform.warnings:
+for warning in [*platform.warnings, *(day.warnings() if day else [])]:  # the spec's, then a missed target
     pulumi.log.warn(str(warning))
 
 secrets = {}  # the stack secrets the spec names (cache keys, secret CI variables), kept Pulumi secrets

@@ -272,3 +272,15 @@ def test_the_merge_request_wait_beside_the_cost_with_its_target() -> None:
     assert missed[5] == "- **merge-request wait p95 9.5 min -> 69.4 min (+59.9 min; target 15 min: missed)**"
     older = render_delta(_plan(COST), _plan(head))  # a base plan from before the simulated week
     assert older[5] == "- merge-request wait p95 n/a -> 9.5 min (change unknown; target 15 min: met)"
+
+
+def test_the_verdict_is_the_plan_s_own_when_it_gives_one() -> None:
+    """A merge-request job that failed for good misses the target however short the others' waits: the plan's
+    `slo.met` wins over comparing the p95 of the jobs that ran with the target."""
+    lost = {**COST, "failed_jobs": 1, "merge_request_wait_p95_minutes": 9.5}
+    lost["slo"] = {"merge_request_wait_minutes": 15, "met": False}
+    every_one_lost = {**lost, "merge_request_wait_p95_minutes": None}
+    met = {**COST, "merge_request_wait_p95_minutes": 9.5, "slo": {"merge_request_wait_minutes": 15, "met": True}}
+    assert render_delta(_plan(met), _plan(lost))[5].endswith("(unchanged; target 15 min: missed)**")
+    assert render_delta(_plan(met), _plan(every_one_lost))[5].endswith("target 15 min: missed)**")
+    assert render_delta(_plan(lost), _plan(met))[5].endswith("(unchanged; target 15 min: met)")

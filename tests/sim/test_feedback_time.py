@@ -95,6 +95,13 @@ def test_the_week_reports_each_class_and_the_target(dev_platform: dict[str, Any]
     assert document["eur_per_week"] == pytest.approx(float(cost.eur_per_day) * 7, abs=1e-4)
 
 
+def test_plan_warns_of_the_missed_target_at_its_key(dev_plan_json: tuple[int, dict[str, Any]]) -> None:
+    """A miss is a warning, not a refusal: `plan` exits 0 and lists it with the spec's warnings."""
+    code, plan = dev_plan_json
+    missed = [w for w in plan["warnings"] if w.startswith("platform.slo.merge_request_wait_minutes=15: missed")]
+    assert code == 0 and len(missed) == 1 and "164.6 min (p95" in missed[0]
+
+
 def test_the_levers_meet_the_target_and_cost_what_the_docs_say(dev_platform: dict[str, Any]) -> None:
     before = simulate_week(load_platform(copy.deepcopy(dev_platform)))
     after = simulate_week(load_platform(levers(dev_platform)))

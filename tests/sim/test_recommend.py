@@ -229,8 +229,10 @@ def test_the_dev_recommendation_written_makes_plan_meet_the_target(
     out = capsys.readouterr().out
     assert "Wrote " in out and "--- Pulumi.dev.yaml" in out
     assert main(["plan", "--config", str(path), "--json"]) == 0
-    cost = json.loads(capsys.readouterr().out)["outputs"]["cost"]
+    planned = json.loads(capsys.readouterr().out)
+    cost = planned["outputs"]["cost"]
     assert cost["slo"]["met"] is True and cost["failed_jobs"] == 0
+    assert not [w for w in planned["warnings"] if w.startswith("platform.slo.")]  # met: no warning at the key
     original = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8").splitlines()
     assert [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("#")] == [
         line for line in original if line.lstrip().startswith("#")
