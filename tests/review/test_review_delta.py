@@ -277,7 +277,7 @@ def test_the_merge_request_wait_beside_the_cost_with_its_target() -> None:
 def test_the_verdict_is_the_plan_s_own_when_it_gives_one() -> None:
     """A merge-request job that failed for good misses the target however short the others' waits: the plan's
     `slo.met` wins over comparing the p95 of the jobs that ran with the target."""
-    lost = {**COST, "failed_jobs": 1, "merge_request_wait_p95_minutes": 9.5}
+    lost: dict[str, Any] = {**COST, "failed_jobs": 1, "merge_request_wait_p95_minutes": 9.5}
     lost["slo"] = {"merge_request_wait_minutes": 15, "met": False}
     every_one_lost = {**lost, "merge_request_wait_p95_minutes": None}
     met = {**COST, "merge_request_wait_p95_minutes": 9.5, "slo": {"merge_request_wait_minutes": 15, "met": True}}
