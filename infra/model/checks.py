@@ -19,7 +19,7 @@ Warnings
 - fit: memory limits that overcommit a full node; VRAM that time-sliced jobs could oversubscribe;
 - values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
   pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
-  registry namespace left unprotected.
+  registry namespace left unprotected; warm windows over the whole week (an always-on GPU pool by another key).
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
 """
 
@@ -34,6 +34,7 @@ from infra.capacity import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST, format_g
 from infra.config.base import MAX_POOL_NODES
 from infra.config.errors import Problem, format_value, key_path
 from infra.config.platform import PlatformSpec
+from infra.config.schedule import MINUTES_PER_WEEK
 from infra.model.attempts import ATTEMPTS
 from infra.model.pools import Pool
 from infra.model.profiles import Profile
@@ -239,6 +240,16 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
                     "warning",
                 )
             )
+        if pool.is_gpu and pool.min_size == 0 and _warm_all_week(spec, name):
+            warnings.append(
+                Problem(
+                    key_path("pools", name, "warm"),
+                    len(spec.pools[name].warm),
+                    "keeps nodes up every hour of the week: an always-on GPU pool (min_size >= 1, which the policy "
+                    "pack refuses) by another key, billed as one; warm the hours people wait in",
+                    "warning",
+                )
+            )
     for runner in runners.values():
         if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS and not runner.merge_requests_only:
             warnings.append(
@@ -272,6 +283,12 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
             )
         )
     return warnings
+
+
+def _warm_all_week(spec: PlatformSpec, pool: str) -> bool:
+    """Whether the pool's warm windows (which the spec keeps from overlapping) cover every minute of the week."""
+    covered = sum(end - start for window in spec.pools[pool].warm for start, end in window.intervals())
+    return covered >= MINUTES_PER_WEEK
 
 
 def _longest_job_minutes(spec: PlatformSpec, pool: Pool) -> tuple[float, str | None]:

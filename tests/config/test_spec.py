@@ -105,3 +105,16 @@ def test_mps_need_within_the_share_is_fine(dev_platform: dict[str, Any]) -> None
     dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 12
     spec = load_spec(dev_platform)
     assert spec.pools["ci-training"].gpu_sharing.replicas_per_gpu == 4
+
+
+def test_warm_windows_over_the_whole_week_are_an_always_on_gpu_pool(dev_platform: dict[str, Any]) -> None:
+    """The pack refuses min_size >= 1 on a GPU pool; warm windows over every hour of the week are the same cost by
+    another key: a warning at it, not a refusal (a team may mean it, for a week)."""
+    pool = dev_platform["pools"]["ci-compile"]
+    pool["warm"] = [{"days": "Mon-Fri", "from": "00:00", "to": "24:00", "nodes": 1}]
+    assert not any(".warm=" in str(w) for w in load_platform(dev_platform).warnings)
+    pool["warm"].append({"days": "Sat-Sun", "from": "00:00", "to": "24:00", "nodes": 1})
+    assert [str(w) for w in load_platform(dev_platform).warnings if ".warm=" in str(w)] == [
+        "platform.pools.ci-compile.warm=2: keeps nodes up every hour of the week: an always-on GPU pool (min_size >= "
+        "1, which the policy pack refuses) by another key, billed as one; warm the hours people wait in"
+    ]
