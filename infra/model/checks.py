@@ -19,7 +19,8 @@ Warnings
 - fit: memory limits that overcommit a full node; VRAM that time-sliced jobs could oversubscribe;
 - values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
   pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
-  registry namespace left unprotected; warm windows over the whole week (an always-on GPU pool by another key).
+  registry namespace left unprotected, a secret CI variable left unprotected or unmasked; warm windows over the
+  whole week (an always-on GPU pool by another key).
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
 """
 
@@ -272,6 +273,27 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
                 "warning",
             )
         )
+    for variable_name, variable in sorted(spec.ci.variables.items()):
+        if variable.is_secret and not variable.effective_protected:
+            warnings.append(
+                Problem(
+                    key_path("ci", "variables", variable_name, "protected"),
+                    False,
+                    "a secret every branch's jobs can read: anyone who can push a branch can print it (the policy "
+                    "pack, ci-secret-variables-masked, refuses it unless its config lists it in allow_unprotected)",
+                    "warning",
+                )
+            )
+        if variable.is_secret and not variable.effective_masked:
+            warnings.append(
+                Problem(
+                    key_path("ci", "variables", variable_name, "masked"),
+                    False,
+                    "a secret GitLab does not hide in job logs: a job that prints it shows it to whoever reads the "
+                    "log (the policy pack, ci-secret-variables-masked, refuses it)",
+                    "warning",
+                )
+            )
     if not spec.registry.protect and not spec.registry.existing:
         warnings.append(
             Problem(

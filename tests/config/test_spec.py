@@ -118,3 +118,29 @@ def test_warm_windows_over_the_whole_week_are_an_always_on_gpu_pool(dev_platform
         "platform.pools.ci-compile.warm=2: keeps nodes up every hour of the week: an always-on GPU pool (min_size >= "
         "1, which the policy pack refuses) by another key, billed as one; warm the hours people wait in"
     ]
+
+
+@pytest.mark.parametrize(
+    ("knob", "line"),
+    [
+        (
+            "protected",
+            "platform.ci.variables.HF_TOKEN.protected=false: a secret every branch's jobs can read: anyone who can "
+            "push a branch can print it (the policy pack, ci-secret-variables-masked, refuses it unless its config "
+            "lists it in allow_unprotected)",
+        ),
+        (
+            "masked",
+            "platform.ci.variables.HF_TOKEN.masked=false: a secret GitLab does not hide in job logs: a job that "
+            "prints it shows it to whoever reads the log (the policy pack, ci-secret-variables-masked, refuses it)",
+        ),
+    ],
+)
+def test_a_secret_ci_variable_set_unprotected_or_unmasked_is_a_warning_at_its_key(
+    dev_platform: dict[str, Any], knob: str, line: str
+) -> None:
+    dev_platform["ci"]["variables"] = {"HF_TOKEN": {"secret": "hf_token"}, "DATASET": "s3://datasets/lob"}
+    assert not any("variables." in str(w) for w in load_platform(dev_platform).warnings)  # the defaults: both on
+    dev_platform["ci"]["variables"]["HF_TOKEN"][knob] = False
+    dev_platform["ci"]["variables"]["DATASET"] = {"value": "s3://datasets/lob", knob: False}  # not a secret: fine
+    assert [str(w) for w in load_platform(dev_platform).warnings if "variables." in str(w)] == [line]
