@@ -226,6 +226,15 @@ POLICY_MIN_POLL_TIMEOUT_SECONDS = 900
 runner-poll-timeout-covers-cold-start)."""
 
 
+SECRET_KNOB_OFF = {
+    "protected": "a secret every branch's jobs can read: anyone who can push a branch can print it (the policy pack, "
+    "ci-secret-variables-masked, refuses it unless its config lists it in allow_unprotected)",
+    "masked": "a secret GitLab does not hide in job logs: a job that prints it shows it to whoever reads the log (the "
+    "policy pack, ci-secret-variables-masked, refuses it)",
+}
+"""Why a secret CI variable's `protected` or `masked` set off is a warning."""
+
+
 def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
     """Values the spec allows but the policy pack refuses with its default config, and guards set off: said at
     their key, so a green plan is a green preview (the pack's config can allow them: policy/README.md)."""
@@ -274,26 +283,12 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
             )
         )
     for variable_name, variable in sorted(spec.ci.variables.items()):
-        if variable.is_secret and not variable.effective_protected:
-            warnings.append(
-                Problem(
-                    key_path("ci", "variables", variable_name, "protected"),
-                    False,
-                    "a secret every branch's jobs can read: anyone who can push a branch can print it (the policy "
-                    "pack, ci-secret-variables-masked, refuses it unless its config lists it in allow_unprotected)",
-                    "warning",
-                )
-            )
-        if variable.is_secret and not variable.effective_masked:
-            warnings.append(
-                Problem(
-                    key_path("ci", "variables", variable_name, "masked"),
-                    False,
-                    "a secret GitLab does not hide in job logs: a job that prints it shows it to whoever reads the "
-                    "log (the policy pack, ci-secret-variables-masked, refuses it)",
-                    "warning",
-                )
-            )
+        knobs = {"protected": variable.effective_protected, "masked": variable.effective_masked}
+        warnings += [
+            Problem(key_path("ci", "variables", variable_name, knob), False, SECRET_KNOB_OFF[knob], "warning")
+            for knob, on in knobs.items()
+            if variable.is_secret and not on
+        ]
     if not spec.registry.protect and not spec.registry.existing:
         warnings.append(
             Problem(
