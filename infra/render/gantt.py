@@ -67,18 +67,13 @@ def rows(chart: str) -> int:
 
 def _job_rows(burst: BurstTimeline, index: int, job: BurstJob) -> list[str]:
     name = f"j{index} {job.name}" + (f" retry {job.attempt}" if job.attempt else "") + ("" if job.own else " (other)")
-    taken = job.taken if job.taken is not None else job.finished
-    started = job.started if job.started is not None else (job.finished if job.taken is not None else taken)
-    failed = job.outcome == "failed"
+    (queued, taken, _), (_, started, _), (_, finished, ran) = job.phases()
+    failed = ran == "failed"
     return [
-        _task(f"{name} slot wait", "active", f"s{index}", burst, (job.queued, taken)),
+        _task(f"{name} slot wait", "active", f"s{index}", burst, (queued, taken)),
         _task(f"{name} node wait", "crit", f"n{index}", burst, (taken, started)),
         _task(
-            f"{name} {'fails' if failed else 'runs'}",
-            "crit" if failed else "",
-            f"r{index}",
-            burst,
-            (started, job.finished),
+            f"{name} {'fails' if failed else 'runs'}", "crit" if failed else "", f"r{index}", burst, (started, finished)
         ),
     ]
 

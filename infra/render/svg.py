@@ -59,7 +59,7 @@ def render_svg(burst: BurstTimeline, title: str) -> str:
             if job.pool != pool:
                 continue
             body.append(_text(20, y + ROW - 5, f"j{index} {_name(job)}"))
-            body += [_rect(start, end, y, kind, scale) for start, end, kind in _segments(job)]
+            body += [_rect(start, end, y, kind, scale) for start, end, kind in job.phases()]
             y += ROW
     legend = [
         part
@@ -95,16 +95,6 @@ def render_svg(burst: BurstTimeline, title: str) -> str:
 
 def _name(job: BurstJob) -> str:
     return job.name + (f" (retry {job.attempt})" if job.attempt else "") + ("" if job.own else " (other)")
-
-
-def _segments(job: BurstJob) -> list[tuple[Fraction, Fraction, str]]:
-    taken = job.taken if job.taken is not None else job.finished
-    started = job.started if job.started is not None else (job.finished if job.taken is not None else taken)
-    return [
-        (job.queued, taken, "slot"),
-        (taken, started, "node"),
-        (started, job.finished, "failed" if job.outcome == "failed" else "run"),
-    ]
 
 
 def _rect(start: Fraction, end: Fraction, y: int, kind: str, scale: Fraction) -> str:

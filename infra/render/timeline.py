@@ -17,6 +17,8 @@ from infra.sim.burst import BurstJob, BurstTimeline
 WIDTH: Final = 72
 """Characters of the time axis."""
 LABEL: Final = 34
+PHASE_MARK: Final = {"slot": ".", "node": "~", "run": "#", "failed": "x"}
+"""The character of each phase of a job (`BurstJob.phases`)."""
 LEGEND: Final = (
     "legend: . waits for a slot  ~ waits for a node  # runs  x fails  ^ a node boots  = warm window  "
     "* another pipeline's job"
@@ -53,13 +55,7 @@ def _name(job: BurstJob) -> str:
 
 
 def _segments(job: BurstJob) -> list[tuple[Fraction, Fraction, str]]:
-    taken = job.taken if job.taken is not None else job.finished
-    started = job.started if job.started is not None else (job.finished if job.taken is not None else taken)
-    return [
-        (job.queued, taken, "."),
-        (taken, started, "~"),
-        (started, job.finished, "x" if job.outcome == "failed" else "#"),
-    ]
+    return [(start, end, PHASE_MARK[phase]) for start, end, phase in job.phases()]
 
 
 def _bar(segments: list[tuple[Fraction, Fraction, str]], scale: Fraction) -> str:

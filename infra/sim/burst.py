@@ -47,6 +47,17 @@ class BurstJob:
     finished: Fraction
     outcome: str
 
+    def phases(self) -> tuple[tuple[Fraction, Fraction, str], ...]:
+        """(start, end, phase) of its waits and its run, back to back: `slot` (queued until a runner took it),
+        `node` (its pod Pending), then `run` or `failed`. A phase it never reached lasts no time."""
+        taken = self.taken if self.taken is not None else self.finished
+        started = self.started if self.started is not None else (self.finished if self.taken is not None else taken)
+        return (
+            (self.queued, taken, "slot"),
+            (taken, started, "node"),
+            (started, self.finished, "failed" if self.outcome == "failed" else "run"),
+        )
+
 
 @dataclass(frozen=True)
 class ColdStart:
