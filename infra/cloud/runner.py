@@ -34,6 +34,7 @@ import pulumi_kubernetes as k8s
 from pulumiverse_scaleway import object as scw_object
 
 from infra.cloud.names import MANAGED_BY, RUNNER_TOKEN, child_name
+from infra.cloud.network import apiserver_entity_policy, dns_egress, object_meta
 from infra.config.gitlab import GitlabSpec
 from infra.config.runner import (
     CACHE_ACCESS_KEY_CONFIG,
@@ -64,7 +65,6 @@ METADATA_RANGE = "169.254.0.0/16"
 PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", METADATA_RANGE)
 """What job pods may not reach: RFC 1918, carrier-grade NAT (Kapsule's pod range), link-local (the instance
 metadata service at 169.254.42.42)."""
-KUBE_DNS = {"namespace": "kube-system", "k8s-app": "kube-dns"}
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class RunnerFleet(pulumi.ComponentResource):
             shared.append(
                 k8s.core.v1.Secret(
                     child_name("registry-pull", name),
-                    metadata=_metadata(REGISTRY_PULL_SECRET_NAME, settings.namespace),
+                    metadata=object_meta(REGISTRY_PULL_SECRET_NAME, settings.namespace),
                     type="kubernetes.io/dockerconfigjson",
                     string_data={".dockerconfigjson": pulumi.Output.secret(args.registry_docker_config)},
                     opts=in_namespace,
@@ -161,7 +161,7 @@ class RunnerFleet(pulumi.ComponentResource):
         registration = self._registration(child_name(f"{prefix}registration", name), args, runner)
         token_secret = k8s.core.v1.Secret(
             child_name(f"{prefix}token", name),
-            metadata=_metadata(runner.token_secret_name, args.settings.namespace),
+            metadata=object_meta(runner.token_secret_name, args.settings.namespace),
             type="Opaque",
             string_data={"runner-token": _secret_token(registration), "runner-registration-token": ""},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
@@ -217,17 +217,7 @@ class RunnerFleet(pulumi.ComponentResource):
         self, name: str, namespace: str, opts: pulumi.ResourceOptions, cilium: bool
     ) -> list[pulumi.Resource]:
         """Default deny, then the egress jobs and managers need (Cilium enforces NetworkPolicies on Kapsule)."""
-        dns = k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-            to=[
-                k8s.networking.v1.NetworkPolicyPeerArgs(
-                    namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                        match_labels={"kubernetes.io/metadata.name": KUBE_DNS["namespace"]}
-                    ),
-                    pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"k8s-app": KUBE_DNS["k8s-app"]}),
-                )
-            ],
-            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol=protocol, port=53) for protocol in ("UDP", "TCP")],
-        )
+        dns = dns_egress()
 
         def internet(excepted: Sequence[str]) -> k8s.networking.v1.NetworkPolicyEgressRuleArgs:
             return k8s.networking.v1.NetworkPolicyEgressRuleArgs(
@@ -241,7 +231,7 @@ class RunnerFleet(pulumi.ComponentResource):
         def policy(suffix: str, role: str | None, egress: list[Any]) -> k8s.networking.v1.NetworkPolicy:
             return k8s.networking.v1.NetworkPolicy(
                 child_name(f"netpol-{suffix}", name),
-                metadata=_metadata(f"gpu-ci-{suffix}", namespace),
+                metadata=object_meta(f"gpu-ci-{suffix}", namespace),
                 spec=k8s.networking.v1.NetworkPolicySpecArgs(
                     pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={ROLE_LABEL: role} if role else None),
                     policy_types=["Ingress", "Egress"],
@@ -256,20 +246,14 @@ class RunnerFleet(pulumi.ComponentResource):
             # The manager talks to GitLab and to the Kubernetes API, which may sit on a private address.
             policy("managers-egress", "manager", [dns, internet((METADATA_RANGE,))]),
         ]
-        if cilium:
-            # Cilium gives the API server its own identity, which an ipBlock may not match (cilium#33525): the
-            # managers reach it through the `kube-apiserver` entity.
+        if cilium:  # the managers reach the API server through Cilium's `kube-apiserver` entity
             policies.append(
-                k8s.apiextensions.CustomResource(
+                apiserver_entity_policy(
                     child_name("netpol-managers-apiserver", name),
-                    api_version="cilium.io/v2",
-                    kind="CiliumNetworkPolicy",
-                    metadata=_metadata("gpu-ci-managers-apiserver", namespace),
-                    spec={
-                        "endpointSelector": {"matchLabels": {ROLE_LABEL: "manager"}},
-                        "egress": [{"toEntities": ["kube-apiserver"]}],
-                    },
-                    opts=opts,
+                    "gpu-ci-managers-apiserver",
+                    namespace,
+                    {ROLE_LABEL: "manager"},
+                    opts,
                 )
             )
         return policies
@@ -304,7 +288,7 @@ class RunnerFleet(pulumi.ComponentResource):
             )
         secret = k8s.core.v1.Secret(
             child_name("cache", name),
-            metadata=_metadata(CACHE_SECRET_NAME, args.settings.namespace),
+            metadata=object_meta(CACHE_SECRET_NAME, args.settings.namespace),
             type="Opaque",
             string_data={
                 "accesskey": pulumi.Output.secret(secrets[CACHE_ACCESS_KEY_CONFIG]),
@@ -319,7 +303,3 @@ def _secret_token(registration: gitlab.UserRunner) -> pulumi.Output[str]:
     """The registration's `glrt-` token, kept a Pulumi secret on its way into the token Secret."""
     token: pulumi.Output[str] = pulumi.Output.secret(registration.token)
     return token
-
-
-def _metadata(object_name: str, namespace: str) -> k8s.meta.v1.ObjectMetaArgs:
-    return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=dict(MANAGED_BY))

@@ -26,6 +26,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.cloud.names import MANAGED_BY, WARM_TOKEN, child_name
+from infra.cloud.network import apiserver_entity_policy, dns_egress, object_meta
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
 from infra.config.warm import WarmCapacitySpec
 from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool
@@ -101,13 +102,13 @@ class WarmCapacity(pulumi.ComponentResource):
         self._network_policies(name, namespace, inside, args.cilium)
         account = k8s.core.v1.ServiceAccount(
             child_name("scaler", name),
-            metadata=_metadata(SCALER_ACCOUNT, namespace),
+            metadata=object_meta(SCALER_ACCOUNT, namespace),
             automount_service_account_token=False,
             opts=inside,
         )
         role = k8s.rbac.v1.Role(
             child_name("scaler-role", name),
-            metadata=_metadata(SCALER_ACCOUNT, namespace),
+            metadata=object_meta(SCALER_ACCOUNT, namespace),
             rules=[
                 k8s.rbac.v1.PolicyRuleArgs(
                     api_groups=["apps"],
@@ -120,7 +121,7 @@ class WarmCapacity(pulumi.ComponentResource):
         )
         k8s.rbac.v1.RoleBinding(
             child_name("scaler-binding", name),
-            metadata=_metadata(SCALER_ACCOUNT, namespace),
+            metadata=object_meta(SCALER_ACCOUNT, namespace),
             role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=SCALER_ACCOUNT),
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=SCALER_ACCOUNT, namespace=namespace)],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role, account]),
@@ -143,7 +144,7 @@ class WarmCapacity(pulumi.ComponentResource):
         gpu = {"nvidia.com/gpu": "1"}
         return k8s.apps.v1.Deployment(
             child_name(f"placeholders-{pool.pool}", name),
-            metadata=_metadata(pool.deployment, settings.namespace),
+            metadata=object_meta(pool.deployment, settings.namespace),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=0,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
@@ -201,7 +202,7 @@ class WarmCapacity(pulumi.ComponentResource):
         }
         k8s.batch.v1.CronJob(
             resource_name,
-            metadata=_metadata(scale.name, settings.namespace),
+            metadata=object_meta(scale.name, settings.namespace),
             spec=k8s.batch.v1.CronJobSpecArgs(
                 schedule=scale.schedule,
                 time_zone=pool.time_zone,
@@ -243,7 +244,7 @@ class WarmCapacity(pulumi.ComponentResource):
         """Deny everything; the scalers may reach DNS and the Kubernetes API (a Cilium entity on Kapsule)."""
         k8s.networking.v1.NetworkPolicy(
             child_name("netpol-default-deny", name),
-            metadata=_metadata("gpu-ci-default-deny", namespace),
+            metadata=object_meta("gpu-ci-default-deny", namespace),
             spec=k8s.networking.v1.NetworkPolicySpecArgs(
                 pod_selector=k8s.meta.v1.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]
             ),
@@ -251,33 +252,18 @@ class WarmCapacity(pulumi.ComponentResource):
         )
         k8s.networking.v1.NetworkPolicy(
             child_name("netpol-scalers-dns", name),
-            metadata=_metadata("gpu-ci-scalers-dns", namespace),
+            metadata=object_meta("gpu-ci-scalers-dns", namespace),
             spec=k8s.networking.v1.NetworkPolicySpecArgs(
                 pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=SCALER_LABEL),
                 policy_types=["Egress"],
-                egress=[
-                    k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                        to=[
-                            k8s.networking.v1.NetworkPolicyPeerArgs(
-                                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                                    match_labels={"kubernetes.io/metadata.name": "kube-system"}
-                                ),
-                                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"k8s-app": "kube-dns"}),
-                            )
-                        ],
-                        ports=[
-                            k8s.networking.v1.NetworkPolicyPortArgs(protocol=protocol, port=53)
-                            for protocol in ("UDP", "TCP")
-                        ],
-                    )
-                ],
+                egress=[dns_egress()],
             ),
             opts=opts,
         )
         if not cilium:  # without Cilium's entity, the API server is any HTTPS address
             k8s.networking.v1.NetworkPolicy(
                 child_name("netpol-scalers-apiserver", name),
-                metadata=_metadata("gpu-ci-scalers-apiserver", namespace),
+                metadata=object_meta("gpu-ci-scalers-apiserver", namespace),
                 spec=k8s.networking.v1.NetworkPolicySpecArgs(
                     pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=SCALER_LABEL),
                     policy_types=["Egress"],
@@ -289,19 +275,7 @@ class WarmCapacity(pulumi.ComponentResource):
                 ),
                 opts=opts,
             )
-        else:
-            k8s.apiextensions.CustomResource(
-                child_name("netpol-scalers-apiserver", name),
-                api_version="cilium.io/v2",
-                kind="CiliumNetworkPolicy",
-                metadata=_metadata("gpu-ci-scalers-apiserver", namespace),
-                spec={
-                    "endpointSelector": {"matchLabels": SCALER_LABEL},
-                    "egress": [{"toEntities": ["kube-apiserver"]}],
-                },
-                opts=opts,
+        else:  # the scalers reach the API server through Cilium's `kube-apiserver` entity
+            apiserver_entity_policy(
+                child_name("netpol-scalers-apiserver", name), "gpu-ci-scalers-apiserver", namespace, SCALER_LABEL, opts
             )
-
-
-def _metadata(object_name: str, namespace: str) -> k8s.meta.v1.ObjectMetaArgs:
-    return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=dict(MANAGED_BY))

@@ -1,0 +1,48 @@
+"""Kubernetes objects the runner namespace and the warm-capacity namespace both make: object metadata, the
+egress rule to the cluster's DNS, and the Cilium policy that lets selected pods reach the API server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra.cloud.names import MANAGED_BY
+
+KUBE_DNS = {"namespace": "kube-system", "k8s-app": "kube-dns"}
+
+
+def object_meta(object_name: str, namespace: str) -> k8s.meta.v1.ObjectMetaArgs:
+    """An object of gpu-ci's in `namespace`, labelled as managed by Pulumi."""
+    return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=dict(MANAGED_BY))
+
+
+def dns_egress() -> k8s.networking.v1.NetworkPolicyEgressRuleArgs:
+    """Egress to kube-dns on port 53 (UDP and TCP), and nowhere else."""
+    return k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+        to=[
+            k8s.networking.v1.NetworkPolicyPeerArgs(
+                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                    match_labels={"kubernetes.io/metadata.name": KUBE_DNS["namespace"]}
+                ),
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"k8s-app": KUBE_DNS["k8s-app"]}),
+            )
+        ],
+        ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol=protocol, port=53) for protocol in ("UDP", "TCP")],
+    )
+
+
+def apiserver_entity_policy(
+    resource_name: str, object_name: str, namespace: str, selector: Mapping[str, str], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """A CiliumNetworkPolicy that lets the pods of `selector` reach the API server. Cilium gives the API server
+    its own identity, which an ipBlock may not match (cilium#33525): the `kube-apiserver` entity does."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version="cilium.io/v2",
+        kind="CiliumNetworkPolicy",
+        metadata=object_meta(object_name, namespace),
+        spec={"endpointSelector": {"matchLabels": dict(selector)}, "egress": [{"toEntities": ["kube-apiserver"]}]},
+        opts=opts,
+    )
