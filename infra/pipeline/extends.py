@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.graphs import strongly_connected_components
 from infra.pipeline.resolved import GLOBAL_KEYWORDS, Reference, ResolveError, Violation, Work, deep_merge
 
 MAX_EXTENDS_DEPTH = 11
@@ -55,7 +56,7 @@ class Extends:
         for name in self.keys:
             self.parents[name] = self.valid_parents(name)
         self.done: dict[str, Extended] = {}
-        for component in _components(self.keys, self.parents):
+        for component in strongly_connected_components(self.keys, self.parents):
             cyclic = len(component) > 1 or component[0] in self.parents[component[0]]
             for name in component:
                 self.done[name] = self.build(name, set(component) if cyclic else set())
@@ -124,48 +125,6 @@ class Extends:
         result.problems = [problem]
         result.complete = False
         return result
-
-
-def _components(keys: list[str], parents: dict[str, list[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components, iteratively (a chain may be thousands of templates long), each
-    emitted after every component it extends: parents are built before their children."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    found: list[list[str]] = []
-    for start in keys:
-        if start in index:
-            continue
-        work = [(start, 0)]
-        while work:
-            name, child = work.pop()
-            if child == 0:
-                index[name] = low[name] = len(index)
-                stack.append(name)
-                on_stack.add(name)
-            edges = parents[name]
-            if child < len(edges):
-                work.append((name, child + 1))
-                parent = edges[child]
-                if parent not in index:
-                    work.append((parent, 0))
-                elif parent in on_stack:
-                    low[name] = min(low[name], index[parent])
-                continue
-            for parent in edges:
-                if parent in on_stack:
-                    low[name] = min(low[name], low[parent])
-            if low[name] == index[name]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == name:
-                        break
-                found.append(component)
-    return found
 
 
 # --- !reference ----------------------------------------------------------------------------------------

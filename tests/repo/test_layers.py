@@ -9,8 +9,19 @@ import ast
 from support import imports
 from support.paths import ROOT
 
+from infra.graphs import strongly_connected_components
+
 MAX_MODULE_LINES = 500
-PURE = ("infra.config", "infra.model", "infra.sim", "infra.render", "infra.pipeline", "infra.capacity", "infra.catalog")
+PURE = (
+    "infra.config",
+    "infra.model",
+    "infra.sim",
+    "infra.render",
+    "infra.pipeline",
+    "infra.capacity",
+    "infra.catalog",
+    "infra.graphs",
+)
 """The pure core: no Pulumi import, so it runs anywhere (tests, the offline CLI) and derives before any resource."""
 
 
@@ -19,48 +30,10 @@ GRAPH = {name: imports.ours(name, path, MODULES) for name, path in MODULES.items
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+    """Strongly connected components of more than one module: the import cycles."""
+    edges = {node: sorted(targets) for node, targets in graph.items()}
+    components = strongly_connected_components(sorted(edges), edges)
+    return sorted(sorted(component) for component in components if len(component) > 1)
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
