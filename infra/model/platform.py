@@ -69,9 +69,6 @@ class Platform:
         placeholders', so a job preempts one), none elsewhere."""
         return JOB_CLASS if any(warm.pool == runner.pool for warm in self.warm) else None
 
-    def runners_of(self, pool: str) -> list[Runner]:
-        return [runner for runner in self.runners.values() if runner.pool == pool]
-
     def runners_taking(self, tags: Iterable[str]) -> list[Runner]:
         """The runners GitLab could give a job with these tags to (none for an untagged job)."""
         wanted = tuple(tags)
