@@ -81,7 +81,8 @@ class RunnerSpec(SpecModel):
     manager_pool: str | None = None
     """Where the manager pod runs; None: the first always-on pool without a GPU."""
     job_timeout: Duration = "3h"
-    """Longest job the runners accept (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
+    """Longest job the runners accept (their `maximum_timeout` on GitLab: it caps a job's timeout, never raises
+    it); a manager upgrade waits this long to drain. The CI templates set their own `timeout:` within it."""
     poll_timeout_margin_minutes: int = Field(10, ge=1, le=120, strict=True)
     """Slack over a pool's `cold_start_minutes` (image pull, scheduling) that every wait for a node keeps:
     never zero, a node that takes exactly the cold start would fail the job."""

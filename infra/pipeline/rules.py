@@ -10,7 +10,8 @@ Routing is by tags, as GitLab routes: a job goes to a runner holding all of its 
 - on the runner that takes it, no job may set a `KUBERNETES_*` request or limit above that runner's
   maximum (the job would fail, not be clamped), a request above its limit (Kubernetes refuses the pod),
   a node selector that runner refuses (`ci-training-evil` is not `ci-training`), or an image or service
-  outside its `allowed_images`/`allowed_services` (`images`).
+  outside its `allowed_images`/`allowed_services` (`images`);
+- a job that extends a profile's template keeps its `retry:` and may not lower its `timeout:` (`timeouts`).
 Tags are routed once GitLab has expanded the variables in them (`variables`): a tag that still names a
 variable GitLab alone knows is a warning, one that GitLab leaves as a literal `$VAR` (a variable defined from
 another) is a violation: no runner takes the job.
@@ -44,6 +45,7 @@ from infra.model.runners import Runner
 from infra.pipeline.images import AllowedImages, check_images
 from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, rule_variables, variable_problem
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
+from infra.pipeline.timeouts import check_timeout
 from infra.pipeline.variables import expand_for_runner, expand_tag, value_text
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
 from infra.render.ci_templates import render_ci_templates
@@ -294,7 +296,8 @@ class _Checker:
 
     def check_platform_keys(self, job: ResolvedJob, profile: Profile, written: tuple[str, ...]) -> None:
         """What the template sets for the platform and a job may not take away: the retry of what the platform
-        causes, and on a pool with held slots the tags routed by the pipeline source."""
+        causes, the timeout one attempt needs (`infra.pipeline.timeouts`), and on a pool with held slots the tags
+        routed by the pipeline source."""
         if "retry" not in job.keys:  # a templates file from before the retries: `pulumi up` commits the current one
             self.result.warn(
                 f"{job.file}: {job.name}: no retry: {profile.template} predates the platform's retries (commit the "
@@ -302,6 +305,13 @@ class _Checker:
             )
         elif retry := retry_problem(job.keys["retry"]):
             self.add(job, f"retry: {retry}")
+        check_timeout(
+            job,
+            profile.template,
+            self.platform.runners[profile.runner].template_timeout_seconds,
+            violation=lambda message: self.add(job, message),
+            warning=lambda message: self.result.warn(f"{job.file}: {job.name}: {message}"),
+        )
         if not holds_slots(self.spec, profile.pool):
             return
         if not routes_alike(written, profile.tags):

@@ -11,6 +11,7 @@ from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL, Pool
 from infra.model.prices import price_rows
 from infra.model.routes import PIPELINE_SOURCES, source_tag
 from infra.model.runners import Runner
+from infra.model.timeouts import gitlab_duration
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
 from infra.render.text import format_eur, render_table
@@ -98,7 +99,8 @@ def render_pool_table(platform: Platform) -> str:
 
 def render_runners(platform: Platform) -> str:
     """Per GPU pool its runner (and the runner of its held merge-request slots): the tags that reach it, its job
-    slots, how long one attempt may wait for a node, and the outage of the pool's nodes its jobs survive."""
+    slots, how long one attempt may wait for a node, the outage of the pool's nodes its jobs survive, and the
+    `timeout:` its templates set."""
     body = [
         (
             runner.name if runner.name == runner.pool else f"{runner.name} ({runner.pool})",
@@ -106,23 +108,28 @@ def render_runners(platform: Platform) -> str:
             str(runner.concurrent) + (" held for merge requests" if runner.merge_requests_only else ""),
             f"{runner.poll_timeout_seconds // 60} min x {ATTEMPTS}",
             f"{runner.survives_outage_minutes} min",
+            gitlab_duration(runner.template_timeout_seconds),
             ", ".join(f"{platform.profiles[p].template}" for p in runner.profiles),
             "yes" if runner.is_default else "",
         )
         for runner in platform.runners.values()
     ]
+    maximum = gitlab_duration(platform.spec.runner.job_timeout_seconds)
     header = (
         "runner (pool)",
         "tags",
         "job slots (concurrent)",
         "poll_timeout x attempts",
         "survives an outage of",
+        "templates' timeout",
         "templates",
         "default",
     )
     return (
         f"Runners (per GPU pool; managers on {platform.manager_pool}; a job beyond the slots waits in GitLab; a job "
-        f"whose pod finds no node is retried, {ATTEMPTS} attempts in all):\n" + render_table(header, body)
+        f"whose pod finds no node is retried, {ATTEMPTS} attempts in all; the templates' timeout holds one attempt's "
+        f"wait and the pool's longest job on a full node, within the runners' maximum {maximum}):\n"
+        + render_table(header, body)
     )
 
 
