@@ -74,7 +74,7 @@ def test_cluster_is_protected_private_and_scales_down_soon(
         assert [res[n].options["protect"] for n in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster")] == [True] * 3
         assert (inputs["name"], inputs["version"], inputs["cni"], inputs["type"]) == (
             "gpu-ci",
-            "1.35",
+            "1.36",
             "cilium",
             "kapsule",
         )
