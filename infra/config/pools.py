@@ -54,6 +54,9 @@ class NoSharing(SpecModel):
     isolates_memory: ClassVar[bool] = True
     caps_compute: ClassVar[bool] = False
     """Whether each job is held to 1/replicas of the GPU's compute even when alone (MPS)."""
+    shares_host_ipc: ClassVar[bool] = False
+    """Whether its jobs share the node's IPC: the MPS daemon's pipe directory and a node-wide `/dev/shm`, which
+    NVIDIA's device plugin mounts into every client (MPS)."""
 
     @property
     def label(self) -> str:
@@ -76,6 +79,7 @@ class TimeSlicing(SpecModel):
     plugin_section: ClassVar[str | None] = "timeSlicing"
     isolates_memory: ClassVar[bool] = False
     caps_compute: ClassVar[bool] = False
+    shares_host_ipc: ClassVar[bool] = False
 
     @property
     def replicas_per_gpu(self) -> int:
@@ -102,6 +106,7 @@ class Mps(SpecModel):
     plugin_section: ClassVar[str | None] = "mps"
     isolates_memory: ClassVar[bool] = True
     caps_compute: ClassVar[bool] = True
+    shares_host_ipc: ClassVar[bool] = True
 
     @property
     def replicas_per_gpu(self) -> int:

@@ -172,6 +172,7 @@ def test_a_sharing_change_rewrites_only_the_config_map(
     patch stay as they are, so nothing restarts on a running GPU node (docs/routing-and-sharing.md)."""
     before = dev_run
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 3}
+    dev_platform["runner"]["access_level"] = "ref_protected"  # MPS: protected branches only
     after = run_program(dev_stack.with_values({"platform": dev_platform}))
     for type_token, name in ((CLUSTER_POLICY_PATCH, "gpu-sharing-cluster-policy"), (POOL, "kapsule-ci-training")):
         assert before.one(type_token, name).plain_inputs == after.one(type_token, name).plain_inputs, name

@@ -102,6 +102,7 @@ def test_time_sliced_vram_that_cannot_all_fit_is_a_warning(dev_platform: dict[st
 
 def test_mps_need_within_the_share_is_fine(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 4}
+    dev_platform["runner"]["access_level"] = "ref_protected"  # MPS: protected branches only
     dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 12
     spec = load_spec(dev_platform)
     assert spec.pools["ci-training"].gpu_sharing.replicas_per_gpu == 4
