@@ -5,7 +5,9 @@ provider from the cluster's kubeconfig, usable only once the always-on pool(s) e
 server's DNS entry is not ready before a cluster has a pool).
 
 Safe updates: the cluster and every pool are protected; autoscaled pools ignore `size`, which the
-autoscaler owns. A pool replacement (a new node type, zone or name) would delete the old pool first,
+autoscaler owns. Each pool states its upgrade policy: an always-on pool (the runner managers') gets a new
+node before an old one drains (surge 1, unavailable 0), so an upgrade never leaves the managers without a
+node. A pool replacement (a new node type, zone or name) would delete the old pool first,
 since two pools cannot share the name that job routing selects on (`k8s.scaleway.com/pool-name`), and
 its running jobs with it; on `system` it would evict the only runner manager. Protection makes
 `pulumi up` refuse that: the create-before-delete path (a new pool under a new name, the profiles
@@ -132,6 +134,10 @@ class KapsuleCluster(pulumi.ComponentResource):
             root_volume_type=pool.spec.root_volume_type,
             labels=dict(pool.labels),
             taints=[scw_k8s.PoolTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool.taints] or None,
+            upgrade_policy=scw_k8s.PoolUpgradePolicyArgs(
+                max_surge=pool.spec.effective_upgrade_policy.max_surge,
+                max_unavailable=pool.spec.effective_upgrade_policy.max_unavailable,
+            ),
             wait_for_pool_ready=pool.always_on,
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -20,7 +20,9 @@ Warnings
 - values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
   pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
   registry namespace left unprotected, a secret CI variable left unprotected or unmasked; warm windows over the
-  whole week (an always-on GPU pool by another key).
+  whole week (an always-on GPU pool by another key);
+- upgrades (`infra.model.upgrades`): the manager pool upgrading without surge, the maintenance window in the
+  workload's hours.
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
 """
 
@@ -42,6 +44,7 @@ from infra.model.profiles import Profile
 from infra.model.routes import PIPELINE_SOURCES, expand, expands_per_source
 from infra.model.runners import MAX_RELEASE_NAME, Runner
 from infra.model.timeouts import longest_job
+from infra.model.upgrades import upgrade_warnings
 from infra.quantity import exact_decimal, format_gib
 
 if TYPE_CHECKING:
@@ -65,6 +68,7 @@ def derived_problems(
         errors += _timeout_problems(spec, pools, runners)
     warnings = [p for p in checks if p.severity == "warning"]
     warnings += _policy_warnings(spec, pools, runners)
+    warnings += upgrade_warnings(spec, pools)
     return errors, warnings
 
 

@@ -139,6 +139,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
             "rootVolumeSizeInGb",
             "labels",
             "taints",
+            "upgradePolicy",
         ),
         _pool_outputs,
     ),

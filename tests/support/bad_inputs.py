@@ -95,7 +95,7 @@ SPEC_CASES = [
         set_("pools", "ci-compile", "max_sise", value=2),
         "platform.pools.ci-compile.max_sise=2: unknown key (allowed: autohealing, autoscaling, cold_start_minutes, "
         "gpu_sharing, labels, max_size, merge_request_slots, min_size, node_type, root_volume_size_gb, "
-        "root_volume_type, warm, zone)",
+        "root_volume_type, upgrade_policy, warm, zone)",
     ),
     Bad(
         "negative-size",
