@@ -49,6 +49,8 @@ class KapsuleCluster(pulumi.ComponentResource):
     """Admin kubeconfig of the cluster, a Pulumi secret."""
     provider: k8s.Provider
     """Kubernetes provider for the cluster; its use waits for the always-on pools."""
+    gpu_pools: list[scw_k8s.Pool]
+    """The GPU pools, for what must wait until Kapsule has set up their GPU operator."""
 
     def __init__(self, name: str, args: KapsuleClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(KAPSULE_TOKEN, name, {}, opts)
@@ -58,6 +60,7 @@ class KapsuleCluster(pulumi.ComponentResource):
         }
         always_on = [pools[pool_name] for pool_name, pool in sorted(args.pools.items()) if pool.always_on]
 
+        self.gpu_pools = [pools[pool_name] for pool_name, pool in sorted(args.pools.items()) if pool.is_gpu]
         self.cluster_id = cluster.id
         self.pool_ids = {pool_name: pool.id for pool_name, pool in pools.items()}
         self.kubeconfig = pulumi.Output.secret(

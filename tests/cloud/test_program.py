@@ -35,6 +35,11 @@ def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
             T.GPU_SHARING: 1,
             CONFIG_MAP: 1,
             CLUSTER_POLICY_PATCH: 1,
+            # issue 29: the patch waits for the operator's ClusterPolicy (a Job, its account, its egress)
+            T.JOB: 1,
+            T.SERVICE_ACCOUNT: 1,
+            T.CLUSTER_ROLE: 1,
+            T.CLUSTER_ROLE_BINDING: 1,
             # issue 3: registry, runner, CI templates and variables
             T.REGISTRY: 1,
             T.REGISTRY_NAMESPACE: 1,
@@ -44,8 +49,8 @@ def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
             T.NAMESPACE: 1,
             T.SECRET: 3,
             T.HELM_RELEASE: 2,
-            T.NETWORK_POLICY: 3,
-            T.CILIUM_NETWORK_POLICY: 1,
+            T.NETWORK_POLICY: 4,
+            T.CILIUM_NETWORK_POLICY: 2,
             T.GITLAB_CI: 1,
             T.REPOSITORY_FILE: 1,
             T.PROJECT_VARIABLE: 1,
