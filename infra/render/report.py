@@ -53,7 +53,7 @@ def render_report(platform: Platform, cost: CostReport | None) -> str:
     then GPU sharing, prices against the old way, and (with a workload: `cost`, its simulated day) the daily cost
     and drain time."""
     parts = [
-        "Capacity (per node, while a pool is up):\n" + render_pool_table(platform),
+        "Capacity (per node, while a pool is up):\n" + render_pool_table(platform) + render_quota(platform),
         render_runners(platform),
     ]
     if platform.gpu_pools:
@@ -61,6 +61,19 @@ def render_report(platform: Platform, cost: CostReport | None) -> str:
     if cost is not None:
         parts.append(render_cost(platform, cost))
     return "\n".join(parts)
+
+
+def render_quota(platform: Platform) -> str:
+    """How many GPU nodes the spec can ask for at once: Scaleway's quotas (per Organization) must allow them."""
+    nodes = platform.gpu_nodes_at_once
+    if not nodes:
+        return ""
+    listed = ", ".join(f"{count} {node_type}" for node_type, count in nodes.items())
+    return (
+        f"GPU nodes at once (every GPU pool at max_size, plus an upgrade's surge): {listed}; "
+        f"{sum(nodes.values())} nodes, {platform.gpus_at_once} GPUs. Scaleway's GPU quotas are per Organization, "
+        "shared with its other projects: compare them (docs/runbook.md).\n"
+    )
 
 
 def render_pool_table(platform: Platform) -> str:
