@@ -45,6 +45,7 @@ from infra.model.runners import Runner
 from infra.pipeline.images import AllowedImages, check_images
 from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, rule_variables, variable_problem
 from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
+from infra.pipeline.sources import check_sources
 from infra.pipeline.timeouts import check_timeout
 from infra.pipeline.variables import expand_for_runner, expand_tag, value_text
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
@@ -314,6 +315,9 @@ class _Checker:
         )
         if not holds_slots(self.spec, profile.pool):
             return
+        check_sources(
+            job.keys.get("rules"), profile.pool, lambda message: self.result.warn(f"{job.file}: {job.name}: {message}")
+        )
         if not routes_alike(written, profile.tags):
             self.add(
                 job,
