@@ -12,15 +12,27 @@ import pulumi_kubernetes as k8s
 from infra.cloud.names import MANAGED_BY
 
 KUBE_DNS = {"namespace": "kube-system", "k8s-app": "kube-dns"}
-RESTRICTED = k8s.core.v1.SecurityContextArgs(
-    allow_privilege_escalation=False,
-    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-    read_only_root_filesystem=True,
-    run_as_non_root=True,
-    run_as_user=65534,
-    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-)
-"""What Pod Security `restricted` asks of every container (65534: nobody; pause and curl need nothing more)."""
+
+
+def restricted(*, read_only_root: bool = True) -> k8s.core.v1.SecurityContextArgs:
+    """What Pod Security `restricted` asks of every container (65534: nobody; pause and curl need nothing more),
+    with a read-only root file system unless the container gets a GPU (`GPU_SECURITY_CONTEXT`)."""
+    return k8s.core.v1.SecurityContextArgs(
+        allow_privilege_escalation=False,
+        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+        read_only_root_filesystem=read_only_root,
+        run_as_non_root=True,
+        run_as_user=65534,
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+RESTRICTED = restricted()
+GPU_SECURITY_CONTEXT = restricted(read_only_root=False)
+"""A container that asks for a GPU keeps a writable root: nvidia-container-toolkit 1.20.0's CDI hook
+(`update-application-profile`) writes into it and fails the container's creation on a read-only one
+(NVIDIA/nvidia-container-toolkit#2026, kserve#5711; fixed by #2028 after 1.20.0, and the toolkit version Kapsule
+runs is not known). Pod Security `restricted` does not ask for a read-only root."""
 
 
 def object_meta(object_name: str, namespace: pulumi.Input[str]) -> k8s.meta.v1.ObjectMetaArgs:

@@ -26,7 +26,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.cloud.names import MANAGED_BY, WARM_TOKEN, child_name
-from infra.cloud.network import RESTRICTED, apiserver_egress_policy, dns_egress_policy, object_meta
+from infra.cloud.network import (
+    GPU_SECURITY_CONTEXT,
+    RESTRICTED,
+    apiserver_egress_policy,
+    dns_egress_policy,
+    object_meta,
+)
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
 from infra.config.warm import WarmCapacitySpec
 from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool
@@ -172,7 +178,7 @@ class WarmCapacity(pulumi.ComponentResource):
                                 resources=k8s.core.v1.ResourceRequirementsArgs(
                                     requests={"cpu": "10m", "memory": "16Mi", **gpu}, limits={"memory": "16Mi", **gpu}
                                 ),
-                                security_context=RESTRICTED,
+                                security_context=GPU_SECURITY_CONTEXT,  # it gets a GPU: a writable root
                             )
                         ],
                     ),
