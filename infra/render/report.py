@@ -179,6 +179,20 @@ def render_sharing(platform: Platform) -> str:
     return (
         f"GPU sharing (ConfigMap {operator.namespace}/{operator.config_map}, one key per pool; {policy}):\n"
         + render_table(header, rows)
+        + _operator_drift(platform)
+    )
+
+
+def _operator_drift(platform: Platform) -> str:
+    """What of Scaleway's operator gpu-ci writes, and how a reset of it shows (docs/routing-and-sharing.md)."""
+    operator = platform.spec.gpu_operator
+    if not operator.patch_cluster_policy:
+        return ""
+    return (
+        f"The operator is Scaleway's ({operator.namespace}, its Helm release): gpu-ci adds the ConfigMap and owns "
+        f"spec.devicePlugin.config of ClusterPolicy {operator.cluster_policy} (field manager gpu-ci). An operator "
+        "upgrade or an Easy Deploy edit may reset them: `pulumi preview --refresh --diff` then shows "
+        "gpu-sharing-cluster-policy to update, and `pulumi up --refresh` sets them back (docs/runbook.md).\n"
     )
 
 
