@@ -139,6 +139,8 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
     check_variables(pipeline.variables, GLOBAL_VARIABLE_KEYS, global_variable)
     workflow = resolved.get("workflow")
     pipeline.workflow_variables = rule_variables(workflow.get("rules")) if isinstance(workflow, dict) else set()
+    pipeline.workflow_rules = workflow.get("rules") if isinstance(workflow, dict) else None
+    pipeline.workflow_file = layer.key_file.get("workflow", root_file)
     job_defaults = defaults(resolved, global_problem)
 
     for name, value in resolved.items():
