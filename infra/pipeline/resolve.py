@@ -120,6 +120,7 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
     def global_problem(message: str) -> None:
         pipeline.problems.append(Violation(root_file, None, message))
 
+    pipeline.problems += [p for p in layer.misread if p not in pipeline.problems]
     pipeline.stages = stages(resolved, global_problem)
     variables = resolved.get("variables", {})
     if not isinstance(variables, dict):

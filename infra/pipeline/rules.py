@@ -212,7 +212,8 @@ class _Checker:
             for name in variables if isinstance(variables, dict) else {}:
                 if reason := guard_variable_reason(str(name)):
                     shown = brief(image_name(service), 60)
-                    self.add(job, f"services: {shown}: variables: sets {name}: {reason}")
+                    message = f"services: {shown}: variables: sets {name}: {reason}"
+                    self.result.add(Violation(job.file, job.name, message))  # the same in every pipeline
 
     def add(self, job: ResolvedJob, message: str) -> None:
         self.result.add(Violation(job.file, job.name, message + self._where_rules()))
