@@ -119,8 +119,8 @@ FF = "FF_USE_ADVANCED_POD_SPEC_CONFIGURATION"
 
 
 def _ff(line: str) -> str:
-    """The end of the guard's line for FF_USE_ADVANCED_POD_SPEC_CONFIGURATION, whatever its reason says."""
-    return line.split(f"sets {FF}: ")[0] + f"sets {FF}"
+    """A guard's line up to the variable it sets (the reason after it is the spec's own)."""
+    return line.partition(f"sets {FF}: ")[0] + f"sets {FF}"
 
 
 def test_a_guard_set_in_a_rule_only_some_pipelines_take_is_a_violation(check: Any) -> None:
