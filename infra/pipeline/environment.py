@@ -64,11 +64,11 @@ def platform_variables(platform: Platform) -> dict[str, Any]:
 
 def rule_choices(rules: Any, prefix: str) -> list[RuleChoice]:
     """The rules GitLab may apply, in order: each reachable rule that creates the job (or the pipeline). `[]` when
-    none does; one choice without variables when there are no rules at all."""
-    if rules is None:
-        return [RuleChoice("", {})]
+    none does; one choice without variables when there are no rules (or no list of them) at all."""
+    if not isinstance(rules, list) or not rules:
+        return [RuleChoice("", {})]  # none, or refused by GitLab (`rules: []` too): checked as if none
     choices = []
-    for index, rule in enumerate(flatten(rules) if isinstance(rules, list) else []):
+    for index, rule in enumerate(flatten(rules)):
         if not isinstance(rule, dict):
             continue  # refused by GitLab, reported with the job's keywords
         if rule.get("when") != "never":

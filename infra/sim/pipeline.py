@@ -21,7 +21,7 @@ from infra.config.workload import LEGACY_KIND, JobClass, ProfileLoadSpec
 from infra.model.platform import Platform
 from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE
 from infra.pipeline.environment import Workflow, environments, platform_variables
-from infra.pipeline.resolve import resolve_file
+from infra.pipeline.resolve import ResolveError, resolve_file
 from infra.pipeline.rules import platform_templates
 from infra.pipeline.tags import routed_tags
 from infra.quantity import exact_decimal
@@ -41,7 +41,10 @@ def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:
     jobs = []
     for name, job in pipeline.jobs.items():
         profiles = [by_template[t] for t in (job.templates if job.complete else ()) if t in by_template]
-        found = environments(job, workflow, project) if profiles else []
+        try:
+            found = environments(job, workflow, project) if profiles else []
+        except ResolveError as err:
+            raise ResolveError(f"{job.file}: {name}: {err}") from None
         if not found:
             continue
         profile = profiles[0]

@@ -20,7 +20,8 @@ from infra.pipeline.rules import CheckResult, check_pipeline, platform_templates
     ("rules", "reached"),
     [
         (None, [""]),
-        ([], []),
+        ([], [""]),  # GitLab refuses an empty `rules:`; checked as none
+        ("never", [""]),
         ([{"when": "never"}, {"variables": {"A": "1"}}], []),  # the first rule always matches and creates nothing
         ([{"if": "$X", "when": "never"}, {"variables": {"A": "1"}}], ["rules[1]"]),
         (
@@ -223,3 +224,14 @@ def test_tags_are_expanded_with_the_workflow_rules_variables(check: Any, where: 
         """
     )
     assert pool in result.routes["hyperopt-dqn"] and pool in result.routes["report"]
+
+
+@pytest.mark.parametrize("workflow", ["always", "{rules: {if: $X}}", "{rules: [never]}"])
+def test_a_workflow_gitlab_refuses_is_a_violation_and_its_jobs_are_checked(check: Any, workflow: str) -> None:
+    result = check(
+        f"workflow: {workflow}\nreport: {{stage: build, script: [x], tags: [kapsule, gpu], variables: {{FF_A: '1'}}}}\n"
+    )
+    lines = _lines(result)
+    assert lines[0].startswith(".gitlab-ci.yml: workflow: ") and lines[1].startswith(
+        ".gitlab-ci.yml: report: sets FF_A: "
+    )
