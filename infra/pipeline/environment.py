@@ -48,7 +48,8 @@ class Environment:
     origin: dict[str, tuple[str, str]]
     """Variable -> (file, job or block) where its value is written."""
     label: str = ""
-    """Which rules apply (`workflow: rules[0]`, `rules[2]`): empty when no rule sets a variable."""
+    """Which rules apply (`workflow: rules[0]`, `rules[2]`), where others may: empty when every pipeline (or job)
+    GitLab creates takes the same variables (one rule reached, or none that sets any)."""
     written_in: dict[str, str] = field(default_factory=dict)
     """Variable -> the rule that sets it (`rules[2]: variables: `), for those a rule sets."""
 
@@ -126,7 +127,11 @@ def environments(
             if work is not None:
                 work.spend(len(tag_variables) + len(job_rule.variables))
             variables = {**tag_variables, **{k: v for k, v in job_rule.variables.items() if k not in project}}
-            label = " and ".join(where for where in (pipeline_rule.where, job_rule.where) if where)
+            label = " and ".join(
+                choice.where
+                for choice, of in ((pipeline_rule, workflow.choices), (job_rule, rules))
+                if len(of) > 1 and choice.where
+            )
             found.append(
                 Environment(
                     tag_variables,

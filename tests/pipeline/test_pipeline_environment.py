@@ -70,8 +70,30 @@ def test_each_source_wins_over_the_one_before_as_in_gitlab(tmp_path: Path, platf
     assert (found.origin["B"], found.origin["D"], found.label) == (
         (".gitlab-ci.yml", "workflow"),
         (".gitlab-ci.yml", "job"),
-        "workflow: rules[0] and rules[0]",
+        "",  # one rule reached at each level: every pipeline GitLab creates takes it
     )
+
+
+def test_each_combination_of_rules_that_may_apply_is_named(tmp_path: Path, platform: Any) -> None:
+    found = _environments(
+        tmp_path,
+        platform,
+        """
+        workflow: {rules: [{if: $CI_COMMIT_TAG, variables: {W: "1"}}, {when: always}]}
+        job:
+          stage: build
+          script: [x]
+          rules: [{if: $A, variables: {R: a}}, {if: $B, variables: {R: b}}, {if: $C}, {if: $D, variables: {R: a}}]
+        """,
+    )
+    assert [(e.label, e.variables.get("W"), e.variables.get("R")) for e in found] == [
+        ("workflow: rules[0] and rules[0]", "1", "a"),
+        ("workflow: rules[0] and rules[1]", "1", "b"),
+        ("workflow: rules[0]", "1", None),
+        ("rules[0]", None, "a"),
+        ("rules[1]", None, "b"),
+        ("", None, None),
+    ]
 
 
 def test_inherit_variables_drops_the_workflow_rules_ones_too(tmp_path: Path, platform: Any) -> None:
