@@ -271,7 +271,7 @@ def hostile_jobs(draw: st.DrawFn, benign: bool) -> dict[str, Any]:
 def hostile_repos(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     """A pipeline document (and raw YAML appended to it) of hostile pieces: names, extends graphs (cycles, depth),
     variables of every type and nesting, tags through variables, images, matrices, includes of every kind."""
-    document: dict[str, Any] = {"stages": ["build", "train"]}
+    document: dict[Any, Any] = {"stages": ["build", "train"]}  # a key YAML reads as a number too
     benign = draw(st.integers(0, 3)) == 0
     platform = [INCLUDES[9]] if benign or draw(st.integers(0, 3)) else []  # mostly: the templates jobs extend
     others = draw(st.lists(st.sampled_from(INCLUDES), max_size=2)) if not benign and draw(st.booleans()) else []
@@ -361,7 +361,8 @@ def tag_spellings(draw: st.DrawFn, tags: list[str]) -> tuple[list[str], dict[str
     pieces += [tag for tag in tags if draw(st.integers(0, 3)) == 0]
     groups: list[list[str]] = []
     for piece in pieces:
-        if groups and draw(st.booleans()):
+        joined = draw(st.booleans())
+        if groups and joined:
             groups[-1].append(piece)
         else:
             groups.append([piece])
