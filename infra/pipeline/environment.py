@@ -63,13 +63,13 @@ def platform_variables(platform: Platform) -> dict[str, Any]:
     return found
 
 
-def rule_choices(rules: Any, prefix: str) -> list[RuleChoice]:
+def rule_choices(rules: Any, prefix: str, work: Work | None = None) -> list[RuleChoice]:
     """The rules GitLab may apply, in order: each reachable rule that creates the job (or the pipeline). `[]` when
     none does; one choice without variables when there are no rules (or no list of them) at all."""
     if not isinstance(rules, list) or not rules:
         return [RuleChoice("", {})]  # none, or refused by GitLab (`rules: []` too): checked as if none
     choices = []
-    for index, rule in enumerate(flatten(rules)):
+    for index, rule in enumerate(flatten(rules, work)):
         if not isinstance(rule, dict):
             continue  # refused by GitLab, reported with the job's keywords
         if rule.get("when") != "never":
@@ -83,12 +83,15 @@ def rule_choices(rules: Any, prefix: str) -> list[RuleChoice]:
     return choices
 
 
-def _distinct(choices: list[RuleChoice]) -> list[RuleChoice]:
-    """One choice per distinct set of variables (rules that set none route and run alike)."""
+def _distinct(choices: list[RuleChoice], where: str) -> list[RuleChoice]:
+    """One choice per distinct set of variables (rules that set none route and run alike); more than
+    `MAX_ENVIRONMENTS` is over budget (12,000 rules of one variable each would be compared pairwise)."""
     kept: list[RuleChoice] = []
     for choice in choices:
         if not any(choice.variables == other.variables for other in kept):
             kept.append(choice if choice.variables else RuleChoice("", {}))
+            if len(kept) > MAX_ENVIRONMENTS:
+                raise ResolveError(f"{where}: more than {MAX_ENVIRONMENTS} rules that set other variables: not checked")
     return kept
 
 
@@ -100,15 +103,17 @@ class Workflow:
     file: str
 
     @classmethod
-    def of(cls, pipeline: ResolvedPipeline) -> Workflow:
-        return cls(_distinct(rule_choices(pipeline.workflow_rules, "workflow: ")), pipeline.workflow_file)
+    def of(cls, pipeline: ResolvedPipeline, work: Work | None = None) -> Workflow:
+        """ResolveError naming the file when its rules are over budget."""
+        choices = rule_choices(pipeline.workflow_rules, "workflow: ", work)
+        return cls(_distinct(choices, f"{pipeline.workflow_file}: workflow: rules"), pipeline.workflow_file)
 
 
 def environments(
     job: ResolvedJob, workflow: Workflow, project: dict[str, Any], work: Work | None = None
 ) -> list[Environment]:
     """Every way GitLab may build the job's variables; `[]` when no rule lets GitLab create it."""
-    rules = _distinct(rule_choices(job.keys.get("rules"), ""))
+    rules = _distinct(rule_choices(job.keys.get("rules"), "", work), "rules")
     if len(workflow.choices) * len(rules) > MAX_ENVIRONMENTS:
         raise ResolveError(
             f"{len(workflow.choices) * len(rules)} combinations of workflow: rules: and rules: variables (more than "

@@ -114,7 +114,8 @@ def check_pipeline(
 def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResult:
     """The platform's rules on a resolved pipeline."""
     checker = _Checker(platform, pipeline.workflow_variables)
-    workflow, work = Workflow.of(pipeline), Work()
+    work = Work()
+    workflow = Workflow.of(pipeline, work)
     for warning in pipeline.warnings:
         checker.result.warn(warning)
     for problem in pipeline.problems:
