@@ -21,7 +21,8 @@ from typing import Any
 
 from infra.model.platform import Platform
 from infra.pipeline.extends import flatten
-from infra.pipeline.resolved import ResolvedJob, ResolvedPipeline, ResolveError, Work
+from infra.pipeline.jobs import image_name
+from infra.pipeline.resolved import ResolvedJob, ResolvedPipeline, ResolveError, Work, brief
 
 CLAUSES = ("if", "changes", "exists")
 """A rule's conditions (`Rules::Rule::Clause`): a rule with none of them always matches."""
@@ -147,6 +148,26 @@ def environments(
                 )
             )
     return found
+
+
+def container_variables(job: ResolvedJob) -> list[tuple[str, str]]:
+    """(keyword, name) of the variables the job's pod gets besides its `variables`: each service's `variables:` (the
+    runner starts a service's container with the job's variables and then its own, in the job's pod, on its node:
+    `getServiceVariables` of gitlab-runner's Kubernetes executor), and the names of its `id_tokens:` and `secrets:`,
+    which GitLab hands to the job as variables of those names."""
+    found: list[tuple[str, str]] = []
+    services = job.keys.get("services")
+    for service in services if isinstance(services, list) else []:
+        variables = service.get("variables") if isinstance(service, dict) else None
+        shown = brief(image_name(service), 60)
+        found += [(f"services: {shown}: variables: ", str(name)) for name in _names(variables)]
+    for keyword in ("id_tokens", "secrets"):
+        found += [(f"{keyword}: ", str(name)) for name in _names(job.keys.get(keyword))]
+    return found
+
+
+def _names(block: Any) -> list[Any]:
+    return list(block) if isinstance(block, dict) else []
 
 
 def _inherits(job: ResolvedJob, name: str) -> bool:

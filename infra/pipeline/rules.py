@@ -40,9 +40,15 @@ from infra.model.routes import (
     holds_slots,
 )
 from infra.model.runners import Runner
-from infra.pipeline.environment import Environment, Workflow, environments, platform_variables
+from infra.pipeline.environment import (
+    Environment,
+    Workflow,
+    container_variables,
+    environments,
+    platform_variables,
+)
 from infra.pipeline.images import AllowedImages, check_images
-from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, image_name, rule_variables, variable_problem
+from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, rule_variables, variable_problem
 from infra.pipeline.resolve import (
     PlatformTemplates,
     ResolvedJob,
@@ -51,7 +57,7 @@ from infra.pipeline.resolve import (
     Violation,
     resolve_file,
 )
-from infra.pipeline.resolved import Work, brief
+from infra.pipeline.resolved import Work
 from infra.pipeline.tags import routed_tags, routes_alike
 from infra.pipeline.variables import expand_for_runner, value_text
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
@@ -200,21 +206,16 @@ class _Checker:
     def check_guard_variables(self, job: ResolvedJob) -> None:
         """Variables a job on the platform's runners may not set (as the spec refuses them in its CI and profile
         variables): GPUs around the device plugin, MPS's own settings, the runner's feature flags. Wherever GitLab
-        puts them in the job's environment (its variables, a rule's, a workflow rule's), or a service's container
-        gets them (it runs in the job's pod, on the GPU node)."""
+        puts them in the job's environment (its variables, a rule's, a workflow rule's) or in one of its pod's
+        containers (`container_variables`: a service's, an ID token's or a secret's name)."""
         for name in job.variables:
             if name not in self.project_variables and (reason := guard_variable_reason(str(name))):
                 where, definer = job.where(str(name))
                 rule = self.environment.written_in.get(str(name), "")
                 self.result.add(Violation(where, definer, f"{rule}sets {name}: {reason}"), cause=job.name)
-        services = job.keys.get("services")
-        for service in services if isinstance(services, list) else []:
-            variables = service.get("variables") if isinstance(service, dict) else None
-            for name in variables if isinstance(variables, dict) else {}:
-                if reason := guard_variable_reason(str(name)):
-                    shown = brief(image_name(service), 60)
-                    message = f"services: {shown}: variables: sets {name}: {reason}"
-                    self.result.add(Violation(job.file, job.name, message))  # the same in every pipeline
+        for keyword, name in container_variables(job):
+            if reason := guard_variable_reason(name):  # the same in every pipeline: no rule named
+                self.result.add(Violation(job.file, job.name, f"{keyword}sets {name}: {reason}"))
 
     def add(self, job: ResolvedJob, message: str) -> None:
         self.result.add(Violation(job.file, job.name, message + self._where_rules()))

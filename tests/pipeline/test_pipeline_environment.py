@@ -257,3 +257,20 @@ def test_a_workflow_gitlab_refuses_is_a_violation_and_its_jobs_are_checked(check
     assert lines[0].startswith(".gitlab-ci.yml: workflow: ") and lines[1].startswith(
         ".gitlab-ci.yml: report: sets FF_A: "
     )
+
+
+def test_a_guard_named_by_an_id_token_or_a_secret_is_a_violation(check: Any) -> None:
+    """GitLab hands an ID token and a secret to the job as variables of the names they are given."""
+    result = check(
+        """
+        hyperopt-ppo:
+          extends: .train-rl-base
+          script: [x]
+          id_tokens: {FF_USE_ADVANCED_POD_SPEC_CONFIGURATION: {aud: https://example.com}}
+          secrets: {NVIDIA_VISIBLE_DEVICES: {vault: gpu/devices@ci}}
+        """
+    )
+    lines = _lines(result)
+    assert len(lines) == 2
+    assert lines[0].startswith(".gitlab-ci.yml: hyperopt-ppo: id_tokens: sets FF_USE_ADVANCED_POD_SPEC_CONFIGURATION: ")
+    assert lines[1].startswith(".gitlab-ci.yml: hyperopt-ppo: secrets: sets NVIDIA_VISIBLE_DEVICES: ")
