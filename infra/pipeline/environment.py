@@ -27,7 +27,8 @@ from infra.pipeline.resolved import ResolvedJob, ResolvedPipeline, ResolveError,
 CLAUSES = ("if", "changes", "exists")
 """A rule's conditions (`Rules::Rule::Clause`): a rule with none of them always matches."""
 MAX_ENVIRONMENTS = 64
-"""Distinct combinations of a workflow rule's and a job rule's variables checked per job; more is over budget."""
+"""Rules of one list that set different variables, and combinations of a workflow rule and a job rule per job, that
+check-ci checks; more is over budget (one `error:` line)."""
 
 
 @dataclass(frozen=True)
