@@ -24,6 +24,8 @@ import yaml
 from support import requirements
 from support.paths import ROOT
 
+from infra.pipeline.resolve import resolve_file
+
 LOCK = requirements.lock_script()
 LOCKS = {lock.path: lock for lock in LOCK.LOCKS}
 DEV = LOCKS["requirements-dev.txt"]
@@ -265,3 +267,20 @@ def test_every_pip_install_installs_a_lock_with_require_hashes() -> None:
 def test_an_install_outside_the_locks_is_refused(words: str, why: str) -> None:
     assert why in str(_refused(words.split()))
     assert _refused(["--quiet", "--require-hashes", "-r", "$pack/requirements.txt"]) is None
+
+
+def test_pulumi_never_makes_a_virtualenv_itself() -> None:
+    """Pulumi installs requirements.txt into a missing venv (the program's or the pack's) after upgrading pip,
+    setuptools and wheel unpinned: each job that runs the CLI has made both from their locks first."""
+    jobs = {name: job.keys for name, job in resolve_file(ROOT / ".gitlab-ci.yml").jobs.items()}
+    cli_jobs = {name for name, job in jobs.items() if any("pulumi " in line for line in job["script"])}
+    assert cli_jobs == {"preview", "up"}
+    for name in cli_jobs:
+        before = jobs[name]["before_script"]
+        program = ["python3 -m venv venv", "venv/bin/pip install --quiet --require-hashes -r requirements-dev.txt"]
+        pack = [
+            'python3 -m venv "$pack/venv"',
+            '"$pack/venv/bin/pip" install --quiet --require-hashes -r "$pack/requirements.txt"',
+        ]
+        assert before[:2] == program, name
+        assert before[before.index(pack[0]) : before.index(pack[0]) + 2] == pack, name
