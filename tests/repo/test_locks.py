@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
+import json
 import re
 import shlex
 import shutil
@@ -196,7 +197,7 @@ INSTALLERS = ["README.md", "policy/README.md", "docs/operations.md", ".ci/run", 
 
 def _shell_lines() -> Iterator[tuple[str, str]]:
     """(file, command line) for every line of `.ci/`'s scripts, the pipeline's and the docs' code blocks."""
-    for path in (p for p in sorted((ROOT / ".ci").iterdir()) if p.suffix not in {".in", ".txt"}):
+    for path in (p for p in sorted((ROOT / ".ci").iterdir()) if p.is_file() and p.suffix not in {".in", ".txt"}):
         yield from ((str(path.relative_to(ROOT)), line) for line in path.read_text(encoding="utf-8").splitlines())
     for path in [ROOT / "README.md", ROOT / "policy" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         in_code = False
@@ -284,3 +285,22 @@ def test_pulumi_never_makes_a_virtualenv_itself() -> None:
         ]
         assert before[:2] == program, name
         assert before[before.index(pack[0]) : before.index(pack[0]) + 2] == pack, name
+
+
+def test_the_oracles_npm_tools_are_locked_with_their_integrity_hashes() -> None:
+    """.ci/oracle installs gitlab-ci-local, mermaid and jsdom with `npm ci` from .ci/oracle-tools: each pinned in
+    package.json, every package they pull in locked in package-lock.json with its sha512 (and no registry address,
+    npm ci reads the configured one); a package.json that moved without scripts/lock.py is a stale lock."""
+    tools = ROOT / LOCK.NPM_TOOLS
+    wanted = json.loads((tools / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    lock = json.loads((tools / "package-lock.json").read_text(encoding="utf-8"))
+    assert set(wanted) == {"gitlab-ci-local", "mermaid", "jsdom"}
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", version) for version in wanted.values())  # pinned, not ranges
+    assert lock["lockfileVersion"] == 3 and lock["packages"][""]["dependencies"] == wanted
+    packages = {path: entry for path, entry in lock["packages"].items() if path}
+    assert {name: packages[f"node_modules/{name}"]["version"] for name in wanted} == wanted
+    assert [path for path, entry in packages.items() if not entry.get("integrity", "").startswith("sha512-")] == []
+    assert [path for path, entry in packages.items() if "resolved" in entry] == []
+    oracle = (ROOT / ".ci" / "oracle").read_text(encoding="utf-8")
+    assert 'cp .ci/oracle-tools/package.json .ci/oracle-tools/package-lock.json "$tools/"' in oracle
+    assert 'ci --prefix "$tools"' in oracle and not re.search(r"\binstall\b[^\n]*@\d", oracle)
