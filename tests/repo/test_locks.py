@@ -9,14 +9,16 @@ name; every `pip install` of the README, the docs, `.ci/` and `.gitlab-ci.yml` i
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +40,17 @@ def test_each_lock_is_up_to_date_with_its_in_file(lock: Any) -> None:
     assert requirements.stale(lock) == []
 
 
+def _in_files() -> set[str]:
+    """Every `.in` file of the repository, outside the virtualenvs and tools."""
+    found = set()
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not _ignored(Path(folder, d))]
+        found |= {str(Path(folder, name).relative_to(ROOT)) for name in files if name.endswith(".in")}
+    return found
+
+
 def test_every_in_file_has_its_lock_and_every_lock_its_in_file() -> None:
-    ins = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*.in") if not _ignored(p)}
-    assert ins == {lock.source for lock in LOCK.LOCKS}
+    assert _in_files() == {lock.source for lock in LOCK.LOCKS}
     assert all(lock.path == lock.source.removesuffix(".in") + ".txt" for lock in LOCK.LOCKS)
     # the dev lock settles every version: locked first, and the runtime's and the pack's are its subsets
     assert LOCK.LOCKS[0] == DEV
@@ -143,10 +153,15 @@ def _third_party_imports() -> dict[str, set[str]]:
     return found
 
 
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
 def _distribution(module: str) -> str | None:
     """The installed distribution providing a module; under a namespace shared by several (`google`), the one
     whose files hold it."""
-    candidates = importlib.metadata.packages_distributions().get(module.split(".", maxsplit=1)[0], [])
+    candidates = _packages_distributions().get(module.split(".", maxsplit=1)[0], [])
     if len(set(candidates)) <= 1:
         return candidates[0] if candidates else None
     spec = importlib.util.find_spec(module)
