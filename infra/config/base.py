@@ -23,13 +23,14 @@ MAX_STRING = 1024
 class SpecModel(BaseModel):
     """Frozen, and unknown keys are errors: a typo in the stack config must not be ignored.
 
-    No inf/NaN floats (they break every sum), and no string longer than MAX_STRING characters."""
+    No inf/NaN floats (they break every sum), no string longer than MAX_STRING characters, and no number where
+    text belongs: YAML and Pulumi read an unquoted `version: 1.30` as the number 1.3 and `0755` as 493, so a
+    number in a text field is refused at its key (`errors.py` says "quote it"), never turned into text."""
 
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
         arbitrary_types_allowed=True,
-        coerce_numbers_to_str=True,
         allow_inf_nan=False,
         str_max_length=MAX_STRING,
     )
@@ -180,7 +181,8 @@ MemoryQuantity = Annotated[Memory, BeforeValidator(_memory), PlainSerializer(str
 
 # --- durations ---
 
-_DURATION = re.compile(r"(?=\d)(?:(?P<h>\d{1,7})h)?(?:(?P<m>\d{1,7})m)?(?:(?P<s>\d{1,7})s)?")
+_DURATION = re.compile(r"(?=[0-9])(?:(?P<h>[0-9]{1,7})h)?(?:(?P<m>[0-9]{1,7})m)?(?:(?P<s>[0-9]{1,7})s)?")
+"""ASCII digits only, as Go's time.ParseDuration reads them (`\\d` takes `５m`, a full-width 5, which `int()` reads)."""
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 

@@ -34,7 +34,8 @@ MAX_NODE_WAIT_TOLERANCE_SECONDS = 24 * 3600
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
 
-_CHART_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,4}")
+_CHART_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
+"""ASCII digits only, as Helm reads a version (`\\d` takes `０.８６.０`, full-width digits)."""
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _CACHE_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,254}")
