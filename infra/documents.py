@@ -106,6 +106,9 @@ def read_text(path: Path, budget: Budget, *, root: Path | None = None, name: str
         except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
             raise DocumentError(f"{shown}: cannot be resolved ({_why(err)})") from None
         if not real.is_relative_to(inside):
+            written = Path(os.path.normpath(path.absolute()))  # `..` resolved as written, no link followed
+            if not written.is_relative_to(Path(os.path.normpath(root.absolute()))):  # no link: the path is outside
+                raise DocumentError(f"{shown}: is outside the repository ({printable(str(inside), 120)}): not read")
             raise DocumentError(f"{shown}: leads outside the repository (a symlink to {_outside(real)}): not read")
     try:
         mode = path.stat().st_mode

@@ -107,7 +107,13 @@ KubernetesNamespace = Annotated[
 DnsSubdomain = Annotated[
     str, pattern(DNS_SUBDOMAIN.pattern, "not a Kubernetes object name (a DNS subdomain: a-z, 0-9, '-' and '.')", 253)
 ]
-ImagePattern = Annotated[str, pattern(r"\S{1,255}", "not an image reference or glob (1-255 characters, no spaces)")]
+ImagePattern = Annotated[
+    str,
+    pattern(
+        r"[^\s{}]{1,255}",
+        "not an image reference or glob (1-255 characters, no spaces, no braces: Helm's tpl would run a {{ }})",
+    ),
+]
 """An image reference or a gitlab-runner image glob (`docker.io/library/python:*`)."""
 _IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_HOST = (

@@ -18,6 +18,7 @@ from infra.config.base import (
     MAX_LIST,
     Duration,
     ImagePattern,
+    ImageReference,
     SpecModel,
     StrictInt,
     duration_seconds,
@@ -104,7 +105,7 @@ class RunnerSpec(SpecModel):
     """The runner's description on GitLab."""
     access_level: Literal["not_protected", "ref_protected"] = "not_protected"
     """`ref_protected` runs jobs of protected branches and tags only."""
-    default_image: str = "alpine:3.22"
+    default_image: ImageReference = "alpine:3.22"
     """Image of a job that sets none (the CI templates set the training image)."""
     cache: RunnerCacheSpec | None = None
     """S3 cache on Scaleway Object Storage (its key: two stack secrets); None: no cache."""
@@ -142,7 +143,7 @@ class RunnerSpec(SpecModel):
             raise ValueError("lists a tag twice")
         return value
 
-    @field_validator("description", "default_image")
+    @field_validator("description")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         if not value.strip():

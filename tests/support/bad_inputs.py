@@ -763,7 +763,8 @@ HARDENING_CASES = [
     Bad(
         "allowed-image-newline",
         set_("runner", "allowed_images", value=["python:3\n"]),
-        "platform.runner.allowed_images.0='python:3\\n': not an image reference or glob (1-255 characters, no spaces)",
+        "platform.runner.allowed_images.0='python:3\\n': not an image reference or glob (1-255 characters, no spaces, "
+        "no braces: Helm's tpl would run a {{ }})",
     ),
 ]
 """The fuzz findings: trailing newlines, hangs, tracebacks, absurd numbers, unit slips, credentials in clear,
