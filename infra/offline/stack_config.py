@@ -12,6 +12,7 @@ credentials must be `secure:`, and every YAML, encoding or shape error is one `S
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,15 +166,33 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _MAX_NUMBER_TEXT = 100
 
 
-def _read_otherwise(node: yaml.ScalarNode) -> str | None:
-    """What YAML 1.1 (PyYAML) makes of a plain scalar that Pulumi's YAML reader keeps as text, or None: a time
-    `8:00` is the base-60 number 480, a date `2024-01-01` a timestamp (which no setting takes)."""
+_YAML_1_2_NUMBER = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?0[oObBxX][0-9a-fA-F]+|[-+]?\.(?:inf|Inf|INF)"
+)
+"""A number in YAML 1.2 (underscores aside), which Pulumi's Go reader follows: `1e3`, `-.5`, `0o17`, `08` are
+numbers there and text to PyYAML's YAML 1.1."""
+_YAML_1_1_BOOLEANS = frozenset(
+    word for base in ("yes", "no", "on", "off", "y", "n") for word in (base, base.capitalize(), base.upper())
+)
+"""Booleans of YAML 1.1 only (`yes`, `on`, `n`...): text in YAML 1.2; Go's yaml.v2 still takes `y` and `n`."""
+
+
+def _read_otherwise(node: yaml.ScalarNode) -> tuple[str, str] | None:
+    """How PyYAML (YAML 1.1) and Pulumi's reader (YAML 1.2) read a plain scalar apart, or None: a time `8:00`
+    is the base-60 number 480 here, a date a timestamp, `yes` a boolean, all text there; `1e3` and `0o17` are
+    text here and numbers there. Quoted, each is text to both."""
     if node.style:  # quoted or a block scalar: text (libyaml says '' for plain, PyYAML None)
         return None
     if node.tag == "tag:yaml.org,2002:timestamp":
-        return "a date"
+        return "a date", "text by Pulumi"
     if node.tag in _NUMBER_TAGS and ":" in node.value:
-        return "a base-60 number"
+        return "a base-60 number", "text by Pulumi"
+    if node.tag == "tag:yaml.org,2002:bool" and node.value in _YAML_1_1_BOOLEANS:
+        return "a boolean", "text by Pulumi"
+    if node.tag == "tag:yaml.org,2002:str" and node.value in _YAML_1_1_BOOLEANS:
+        return "text", "a boolean by Go's yaml.v2 (older Pulumi)"
+    if node.tag == "tag:yaml.org,2002:str" and _YAML_1_2_NUMBER.fullmatch(node.value.replace("_", "")):
+        return "text", "a number by Pulumi"
     return None
 
 
@@ -199,10 +218,10 @@ def _check_nodes(root: yaml.Node, loader: Any) -> None:
         at = f" at {printable(where, 120)}" if where else ""
         if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
             raise StackFileError(f"{line}: a number of {len(node.value)} characters")
-        if isinstance(node, yaml.ScalarNode) and _read_otherwise(node):
+        if isinstance(node, yaml.ScalarNode) and (readings := _read_otherwise(node)):
+            here, there = readings
             raise StackFileError(
-                f"{line}: {printable(node.value, 40)} unquoted is read as {_read_otherwise(node)} "
-                "here and as text by Pulumi: quote it"
+                f"{line}: {printable(node.value, 40)}{at} unquoted is read as {here} here and as {there}: quote it"
             )
         if node.tag not in _DATA_TAGS and (isinstance(node, yaml.ScalarNode) or node.tag.startswith(_YAML_TAG)):
             tag = node.tag.replace(_YAML_TAG, "!!")
