@@ -193,6 +193,8 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
 def _duration(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ValueError(f"is a number, and a duration has its unit: write {value}s, or 5m, 1h, 3h30m")
     match = _DURATION.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise ValueError("not a duration like 5m, 300s, 1h or 3h30m")
