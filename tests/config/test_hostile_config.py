@@ -189,13 +189,13 @@ def _plan(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
         (b'config:\n  x: "a\x00b"\n', "error: stack.yaml:2: not a readable stack file: control characters"),
         (
             b"config:\n  gpu-ci:platform:\n    x: {from: 8:00}\n",
-            "error: stack.yaml:3: 8:00 at config.gpu-ci:platform.x.from unquoted is read as a base-60 number here and as "
-            "text by Pulumi: quote it",
+            "error: stack.yaml:3: 8:00 at config.gpu-ci:platform.x.from unquoted is read as a base-60 number here and "
+            "as text by Pulumi: quote it",
         ),
         (
             b"config:\n  gpu-ci:platform:\n    days: 2024-01-01\n",
-            "error: stack.yaml:3: 2024-01-01 at config.gpu-ci:platform.days unquoted is read as a date here and as text "
-            "by Pulumi: quote it",
+            "error: stack.yaml:3: 2024-01-01 at config.gpu-ci:platform.days unquoted is read as a date here and as "
+            "text by Pulumi: quote it",
         ),
     ],
     ids=[

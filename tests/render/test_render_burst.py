@@ -178,6 +178,20 @@ def test_timeline_out_writes_regular_files_only(tmp_path: Path, capsys: pytest.C
     assert "folder.svg: cannot be written (it is a directory)" in capsys.readouterr().err
 
 
+def test_timeline_out_replaces_a_link_and_never_writes_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "bashrc"
+    target.write_text("alias ls='ls --color'\n")
+    link = tmp_path / "burst.svg"
+    link.symlink_to(target)
+    assert main(["simulate", "--timeline-out", str(link)]) == 0
+    capsys.readouterr()
+    assert target.read_text() == "alias ls='ls --color'\n"
+    assert not link.is_symlink()
+    ET.fromstring(link.read_bytes())
+
+
 def _mermaid() -> list[str]:
     """The Mermaid gantt checker (MERMAID_GANTT): skipped where it is not installed, failing where it is set
     but does not run."""

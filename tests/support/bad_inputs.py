@@ -930,38 +930,39 @@ and images gpu-ci creates: each refused at its key before any resource."""
 
 
 _NUMBERS = "unquoted, YAML and Pulumi read 1.30 as the number 1.3, 0755 as 493 and 1_000 as 1000"
+
+
+def _a_number(key: str) -> str:
+    return f'is a number, and this key takes text: quote it as you typed it ({key}: "..."); {_NUMBERS}'
+
+
 _SECRET_UUID = "0c4e2a9f-7d31-4b8e-a5f6-9e8d7c6b5a40"
 
 INPUT_CLASS_CASES = [
     Bad(
         "kubernetes-version-a-number",
         set_("cluster", "version", value=1.4),
-        'platform.cluster.version=1.4: is a number, and this key takes text: quote it as you typed it (version: "..."); '
-        + _NUMBERS,
+        "platform.cluster.version=1.4: " + _a_number("version"),
     ),
     Bad(
         "runner-tag-a-number",
         set_("runner", "tags", value=["kapsule", 2.5]),
-        'platform.runner.tags.1=2.5: is a number, and this key takes text: quote it as you typed it (tags: "..."); '
-        + _NUMBERS,
+        "platform.runner.tags.1=2.5: " + _a_number("tags"),
     ),
     Bad(
         "ci-variable-an-octal-mode",
         set_("ci", "variables", value={"UMASK": 18}),
-        'platform.ci.variables.UMASK=18: is a number, and this key takes text: quote it as you typed it (UMASK: "..."); '
-        + _NUMBERS,
+        "platform.ci.variables.UMASK=18: " + _a_number("UMASK"),
     ),
     Bad(
         "profile-variable-a-float",
         lambda p: p["profiles"]["rl"]["variables"].update(TORCH_VERSION=2.4),
-        "platform.profiles.rl.variables.TORCH_VERSION=2.4: is a number, and this key takes text: quote it as you typed "
-        'it (TORCH_VERSION: "..."); ' + _NUMBERS,
+        "platform.profiles.rl.variables.TORCH_VERSION=2.4: " + _a_number("TORCH_VERSION"),
     ),
     Bad(
         "family-a-number",
         set_("profiles", "rl", "families", value=["dqn", 511]),
-        'platform.profiles.rl.families.1=511: is a number, and this key takes text: quote it as you typed it (families: '
-        '"..."); ' + _NUMBERS,
+        "platform.profiles.rl.families.1=511: " + _a_number("families"),
     ),
     Bad(
         "pool-key-a-number",
@@ -977,8 +978,8 @@ INPUT_CLASS_CASES = [
     Bad(
         "stage-null",
         set_("ci", "stage", value=None),
-        "platform.ci.stage=null: is null, and this key takes text: quote it, or leave the key out; unquoted, YAML reads "
-        "~ and null as null",
+        "platform.ci.stage=null: is null, and this key takes text: quote it, or leave the key out; unquoted, YAML "
+        "reads ~ and null as null",
     ),
     Bad(
         "duration-a-number",
