@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.links import planted_link
 from support.paths import DATA, ROOT
 from support.plans import PlanRun
 
@@ -184,17 +185,13 @@ def test_plan_shows_a_variable_value_escaped_as_every_command_does(
 def test_plan_out_replaces_a_link_it_finds_and_never_writes_its_target(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out, target = tmp_path / "plan-out", tmp_path / "authorized_keys"
+    out = tmp_path / "plan-out"
     out.mkdir()
-    target.write_text("ssh-ed25519 AAAA me\n")
-    (out / "cost.json").symlink_to(target)
     (out / "ci-templates.yml").symlink_to(tmp_path / "nowhere")
-    assert main(["plan", "--out", str(out)]) == 0
+    with planted_link(out / "cost.json"):
+        assert main(["plan", "--out", str(out)]) == 0
     capsys.readouterr()
-    assert target.read_text() == "ssh-ed25519 AAAA me\n"
-    assert not (tmp_path / "nowhere").exists()
-    for name in ("cost.json", "ci-templates.yml"):
-        assert not (out / name).is_symlink() and (out / name).is_file()
+    assert not (tmp_path / "nowhere").exists() and not (out / "ci-templates.yml").is_symlink()
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temporary file left
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from support.fifo import fifo_with_a_reader
+from support.links import planted_link
 
 from infra.__main__ import main
 from infra.model.platform import load_platform
@@ -181,14 +182,8 @@ def test_timeline_out_writes_regular_files_only(tmp_path: Path, capsys: pytest.C
 def test_timeline_out_replaces_a_link_and_never_writes_its_target(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    target = tmp_path / "bashrc"
-    target.write_text("alias ls='ls --color'\n")
-    link = tmp_path / "burst.svg"
-    link.symlink_to(target)
-    assert main(["simulate", "--timeline-out", str(link)]) == 0
-    capsys.readouterr()
-    assert target.read_text() == "alias ls='ls --color'\n"
-    assert not link.is_symlink()
+    with planted_link(tmp_path / "burst.svg") as link:
+        assert main(["simulate", "--timeline-out", str(link)]) == 0
     ET.fromstring(link.read_bytes())
 
 
