@@ -408,7 +408,7 @@ def test_a_credential_anywhere_in_the_spec_is_never_printed(
 ) -> None:
     """Typed into any field (a name, a URL, an unknown key, a key itself): refused or warned, never echoed."""
     platform = copy.deepcopy(DEV)
-    parent = platform
+    parent: Any = platform
     for part in path[:-1]:
         parent = parent[part]
     if as_key and isinstance(parent, dict):
