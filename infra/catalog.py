@@ -12,6 +12,7 @@ with `kubectl get node -o jsonpath='{.status.allocatable}'` and override it in c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -141,6 +142,17 @@ BUILTIN_NODE_TYPES: dict[str, NodeType] = {
 }
 
 
+NODE_TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A node type's name as Scaleway spells them (`L4-1-24G`, `PRO2-XXS`; its API answers `l4_1_24g`)."""
+
+
+def scaleway_key(name: str) -> str:
+    """A node type's name as Scaleway compares two of them: case ignored, `-` and `_` alike (its Terraform
+    provider, which pulumiverse-scaleway wraps, suppresses a pool's node_type diff on exactly that:
+    `dsf.IgnoreCaseAndHyphen` in scaleway/terraform-provider-scaleway internal/dsf/strings.go)."""
+    return name.lower().replace("-", "_")
+
+
 class Catalog:
     """The built-in node types with the stack's overrides applied."""
 
@@ -155,6 +167,11 @@ class Catalog:
 
     def names(self) -> list[str]:
         return sorted(self._node_types)
+
+    def spelled(self, name: str) -> str | None:
+        """The catalogue's spelling of the type Scaleway would read `name` as, when `name` is spelled otherwise."""
+        key = scaleway_key(name)
+        return next((known for known in self.names() if known != name and scaleway_key(known) == key), None)
 
     def with_override(self, name: str, **fields: object) -> Catalog:
         """A copy where `name` has `fields` replaced (or is added, when all fields are given)."""

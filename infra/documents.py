@@ -4,7 +4,9 @@ A stack file, a training pipeline and its includes, a plan file, `pulumi preview
 is input a careless or hostile user controls. Read through here, none can hang the program, exhaust its
 memory, crash libyaml or reach a file outside the repository:
 
-- **files** (`read_text`): a regular file only (no directory, device or `/proc` entry), never through a symlink
+- **files** (`read_text`): a regular file only (no directory, device, pipe or socket, and no `/proc` or `/sys`
+  entry, which says it is regular but holds other than its size: `/proc/self/environ` is the environment,
+  credentials included), never through a symlink
   that leaves `root`, at most `Budget.max_bytes` read (one byte more is read to tell), UTF-8;
 - **YAML** (`check_yaml_events`): one streaming pass over the parser's events before any node is built:
   nesting depth (libyaml's composer recurses in C: 30,000 levels crash the process), recursive and undefined
@@ -21,12 +23,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from infra.untrusted import printable
 
 
 class DocumentError(ValueError):
@@ -101,6 +106,9 @@ def read_text(path: Path, budget: Budget, *, root: Path | None = None, name: str
         except (OSError, RuntimeError) as err:  # RuntimeError: a symlink loop on older Pythons
             raise DocumentError(f"{shown}: cannot be resolved ({_why(err)})") from None
         if not real.is_relative_to(inside):
+            written = Path(os.path.normpath(path.absolute()))  # `..` resolved as written, no link followed
+            if not written.is_relative_to(Path(os.path.normpath(root.absolute()))):  # no link: the path is outside
+                raise DocumentError(f"{shown}: is outside the repository ({printable(str(inside), 120)}): not read")
             raise DocumentError(f"{shown}: leads outside the repository (a symlink to {_outside(real)}): not read")
     try:
         mode = path.stat().st_mode
@@ -109,10 +117,19 @@ def read_text(path: Path, budget: Budget, *, root: Path | None = None, name: str
         if not stat.S_ISREG(mode):
             raise DocumentError(f"{shown}: is not a regular file (a device, pipe or socket): not read")
         with path.open("rb") as stream:
+            size = os.fstat(stream.fileno()).st_size
             data = stream.read(budget.max_bytes + 1)
+        if len(data) != size and len(data) <= budget.max_bytes:
+            raise DocumentError(f"{shown}: {_GENERATED}")
     except OSError as err:
         raise DocumentError(f"{shown}: cannot be read ({_why(err)})") from None
     return decode(data, shown, budget)
+
+
+_GENERATED = (
+    "is not a regular file: its size says other than what it holds (a /proc or /sys entry, made as it is read, "
+    "or a file being written): not read"
+)
 
 
 def decode(data: bytes, name: str, budget: Budget) -> str:
@@ -239,17 +256,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise _NotFiniteError(text[:40])
     return value
-
-
-def printable(text: str, limit: int = 200) -> str:
-    """Untrusted text (a GitLab answer's message, a job's name) for one line of a terminal or a log: cut at
-    `limit` characters, and every control or format character escaped (`\\x1b`, `\\n`, `\\u202e`), so a value
-    can neither forge a line, move the cursor, nor reorder what follows it."""
-    if len(text) > limit:
-        text = text[:limit] + "…"
-    if text.isprintable():
-        return text
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def _why(err: BaseException) -> str:

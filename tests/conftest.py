@@ -109,7 +109,7 @@ def stack_file(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
         document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
         document["config"]["gpu-ci:platform"] = platform
         path = tmp_path / name
-        path.write_text(yaml.safe_dump(document), encoding="utf-8")
+        path.write_text(json.dumps(document, indent=2), encoding="utf-8")  # JSON is YAML, every string quoted
         return path
 
     return write

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from infra.cli import fail
-from infra.config.credentials import redact_credentials
 from infra.config.errors import SpecError
 from infra.documents import PIPELINE_FILE as PIPELINE_BUDGET
 from infra.documents import DocumentError, printable, read_text
@@ -95,8 +94,7 @@ def line(text: str) -> str:
     """`text` as one printable line: credentials redacted, every control or format character escaped (a job
     name holding a newline cannot forge a second line, an escape sequence cannot repaint the terminal), and cut
     in its middle past `MAX_LINE` characters."""
-    text = redact_credentials(text)
-    text = "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+    text = printable(text, None)
     if len(text) > MAX_LINE:
         head = MAX_LINE * 5 // 8
         text = f"{text[:head]} … {text[head - MAX_LINE + 3 :]}"

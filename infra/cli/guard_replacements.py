@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from infra.cli import fail
 from infra.documents import DocumentError
 from infra.review.inputs import load_preview
-from infra.review.markdown import visible
 from infra.review.replacements import ALLOW_VARIABLE, allowed, find_destructive
+from infra.untrusted import printable
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,9 +43,10 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     let_through = allowed(env.get(ALLOW_VARIABLE))
     for finding in findings:
         level = "allowed" if let_through else "error"
-        print(f"{level}: the plan {visible(finding.describe())}", file=sys.stderr)  # a URN cannot carry a token out
+        shown = printable(finding.describe(), None)  # a URN cannot carry a token out
+        print(f"{level}: the plan {shown}", file=sys.stderr)
     if let_through:
-        shown = visible(env.get(ALLOW_VARIABLE, ""))
+        shown = printable(env.get(ALLOW_VARIABLE, ""), None)
         print(f"guard-replacements: {ALLOW_VARIABLE}={shown}: letting {len(findings)} through")
         return 0
     print(

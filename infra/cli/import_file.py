@@ -59,6 +59,9 @@ def import_document(
     private_network: str | None = None,
 ) -> dict[str, Any]:
     """The import file: the component as an empty parent, then each existing resource under it."""
+    for flag, given in (("--vpc", vpc), ("--private-network", private_network)):
+        if given is not None and cluster is None:
+            raise ValueError(f"{flag}: goes with --cluster (the cluster's own network, imported with it)")
     resources: list[dict[str, Any]] = [{"type": KAPSULE_TOKEN, "name": COMPONENT_NAME, "component": True}]
     wanted = [("vpc", "vpc", vpc), ("pn", "pn", private_network), ("cluster", "cluster", cluster)]
     wanted += [("pool", pool, pool_id) for pool, pool_id in sorted(pools.items())]
@@ -71,6 +74,10 @@ def import_document(
             )
         if not _ID.match(resource_id):
             raise ValueError(f"--{kind} {resource_id!r}: not a Scaleway id like fr-par/<uuid>")
+        if (region := resource_id.split("/", 1)[0]) != spec.region:
+            raise ValueError(
+                f"--{kind} {resource_id!r}: is in {region}, not in the stack's region {spec.region} (platform.region)"
+            )
         resources.append({"type": TYPES[kind], "name": child_name(suffix), "id": resource_id, "parent": COMPONENT_NAME})
     if cluster and spec.cluster.existing_id:
         raise ValueError(

@@ -35,10 +35,10 @@ from infra.config.credentials import credential_value
 from infra.documents import DocumentError
 from infra.review.delta import render_delta
 from infra.review.inputs import load_plan, read_input
-from infra.review.markdown import visible
 from infra.review.note import MAX_LINES, NoteInput, has_something_to_say, note_marker, render_no_changes, render_note
 from infra.review.schema import STACK_NAME, PlanDocument
 from infra.sim.burst import BurstTimeline
+from infra.untrusted import printable
 
 COMMIT_SHA = re.compile(r"\A[0-9a-fA-F]{7,64}\Z")
 MAX_LINES_CAP = 100_000
@@ -119,7 +119,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     if not token:
         sys.stdout.write(body)
         print(
-            f"mr-note: ${visible(variable)} is not set (a fork's pipeline has no project variables): "
+            f"mr-note: ${printable(variable, None)} is not set (a fork's pipeline has no project variables): "
             "the note above was not posted",
             file=sys.stderr,
         )
@@ -137,7 +137,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     )
 
     url_from = "--gitlab-url" if args.gitlab_url else "$CI_SERVER_URL"
-    if problem := connection_problem(url, token, url_from, f"${visible(variable)}"):
+    if problem := connection_problem(url, token, url_from, f"${printable(variable, None)}"):
         return fail(problem)
     target = Target(url, project, mr)
     try:
@@ -160,7 +160,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         "stale": f"not written: {outcome.detail}",
     }
     where = f"merge request !{mr} of project {project} on {shown_origin(url)}"  # no userinfo from the URL
-    print(visible(f"mr-note: {messages[outcome.action]} ({where})"))  # `stale` quotes GitLab's answer
+    print(printable(f"mr-note: {messages[outcome.action]} ({where})", None))  # `stale` quotes GitLab's answer
     return 0
 
 

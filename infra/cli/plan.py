@@ -8,7 +8,6 @@ by the capacity report and the stack outputs. Secrets are shown as `[secret]`.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pulumi
 
-from infra.cli import fail, shown_path, write_file
+from infra.cli import fail, real_folder, shown_path, write_file
 from infra.model.platform import Platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
@@ -27,6 +26,7 @@ from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
 from infra.sim.week import CostReport
+from infra.untrusted import printable
 
 MAX_CELL = 110
 
@@ -40,12 +40,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=main)
 
 
-def main(args: argparse.Namespace) -> int:
+def _out_problem(out: Path | None) -> str | None:
+    """Why `--out` cannot take the artifacts, said before the program runs; None when it can (or is not given)."""
+    if out is None:
+        return None
     try:
-        if args.out is not None and args.out.exists() and not args.out.is_dir():  # said before the program runs
-            raise NotADirectoryError(errno.ENOTDIR, "it is not a directory (--out names where the artifacts go)")
+        if out.is_symlink():
+            return "it is a symlink, not followed (--out writes into real folders only)"
+        if out.exists() and not out.is_dir():
+            return "it is not a directory (--out names where the artifacts go)"
     except OSError as err:
-        return fail(f"--out {shown_path(args.out)}: cannot be written: {err.strerror or err}")
+        return str(err.strerror or err)
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    if why := _out_problem(args.out):
+        return fail(f"--out {shown_path(args.out)}: cannot be written: {why}")
     try:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
@@ -60,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
     path = stack_file(args.stack, path=args.config)
     if collisions := stack_collisions(platform, path):  # what it shares with the project's other stacks
         for problem in collisions:
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {printable(str(problem), None)}", file=sys.stderr)
         return 2
     verdict = policy_report(run)
     artifacts = render_artifacts(platform, day)
@@ -70,23 +81,28 @@ def main(args: argparse.Namespace) -> int:
         except OSError as err:  # a file, a device, a name too long, a directory that cannot be written
             where = f" ({shown_path(err.filename)})" if err.filename and str(err.filename) != str(args.out) else ""
             return fail(f"--out {shown_path(args.out)}: cannot be written{where}: {err.strerror or err}")
-    if args.json:
+    if args.json:  # JSON escapes every control character itself
         json.dump(plan_document(config, platform, day, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_plan(config, platform, day, run, out=args.out, artifacts=artifacts, verdict=verdict))
     blocking = [v for v in verdict if v.level == "mandatory"]
     for violation in blocking:
-        print(f"error: {violation}", file=sys.stderr)
+        print(f"error: {printable(str(violation), None)}", file=sys.stderr)
     return 1 if blocking else 0
 
 
 def write_artifacts(out: Path, artifacts: dict[str, str]) -> None:
-    """Each artifact under the directory `out` (created); OSError where one cannot be written."""
+    """Each artifact under the directory `out` (created); OSError where one cannot be written, or where `out` or
+    a folder in it is a symlink (an MR could commit `plan-out -> elsewhere`)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
     for name, text in artifacts.items():
-        path = out / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, text)
+        folder = out
+        real_folder(folder, "--out")
+        for part in Path(name).parent.parts:
+            folder = folder / part
+            real_folder(folder, "--out")
+        write_file(out / name, text)
 
 
 def ordered(run: ProgramRun) -> list[RecordedResource]:
@@ -160,19 +176,19 @@ def render_plan(
     ]
     warnings = [message for level, message in run.logs if level == "warning"]
     if warnings:
-        parts.append("\nWarnings:\n" + "".join(f"  - {w}\n" for w in warnings))
+        parts.append("\nWarnings:\n" + "".join(f"  - {printable(w, None)}\n" for w in warnings))
     if verdict is not None:
-        shown = "".join(f"  - {v}\n" for v in verdict) or "  no violation\n"
+        shown = "".join(f"  - {printable(str(v), None)}\n" for v in verdict) or "  no violation\n"
         parts.append("\nPolicy pack (policy/, over these resources):\n" + shown)
     parts.append("\nStack outputs:\n")
     for name, output in sorted(run.outputs.items()):
         shown = "[secret]" if output.secret else _compact(displayable(output.value))
         parts.append(f"  {name} = {_clip(shown)}\n")
     if out:
-        parts.append(f"\nArtifacts written to {out}: {', '.join(sorted(artifacts))}\n")
+        parts.append(f"\nArtifacts written to {shown_path(out, 1_000)}: {', '.join(sorted(artifacts))}\n")
     else:
         parts.append(f"\nArtifacts (write them with --out DIR): {', '.join(sorted(artifacts))}\n")
-    return "".join(parts)
+    return printable("".join(parts), None, keep="\n")  # the last gate: a value of the spec is shown, never obeyed
 
 
 def _flags(resource: RecordedResource) -> str:
@@ -227,5 +243,5 @@ def _compact(value: Any) -> str:
 
 
 def _clip(text: str) -> str:
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+    """A cell: escaped before the table measures it (a value's ESC or newline would break its columns)."""
+    return printable(text, MAX_CELL - 1)

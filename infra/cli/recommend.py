@@ -37,6 +37,7 @@ from infra.sim.combine import Combination
 from infra.sim.levers import Change, apply, dotted
 from infra.sim.search import MAX_RUNS, SearchError, SearchReport, search
 from infra.sim.week import simulate_week
+from infra.untrusted import printable
 
 MAX_RUNS_CAP = 2_000
 PROGRESS_AFTER_SECONDS = 1.0
@@ -200,11 +201,13 @@ def _diff(path: Path, config: StackConfig, found: list[Change], *, expected: obj
         text = edited(path, config.stack, config.project, found, expected)
     except EditError as err:
         keys = "".join(f"  platform.{dotted(key)}: {value!r}\n" for key, value in found)
-        out.write(f"\nThe change, key by key (the stack file cannot be edited: {err}):\n{keys}")
+        out.write(
+            printable(f"\nThe change, key by key (the stack file cannot be edited: {err}):\n{keys}", None, keep="\n")
+        )
         return None
     before = path.read_text(encoding="utf-8").splitlines(keepends=True)
     diff = difflib.unified_diff(before, text.splitlines(keepends=True), path.name, f"{path.name} (recommended)", n=1)
-    out.write("\n" + "".join(diff))
+    out.write("\n" + printable("".join(diff), None, keep="\n\t"))  # the stack file's lines, bidi controls and all
     return text
 
 

@@ -31,7 +31,6 @@ from pathlib import Path
 from infra.cli import fail, shown_path, write_file
 from infra.config.errors import SpecError
 from infra.config.schedule import MINUTES_PER_DAY
-from infra.documents import printable
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.change import compare
@@ -41,6 +40,7 @@ from infra.sim.platform_scenario import PlannedJob
 from infra.sim.scenario import MAX_JOBS, MAX_MINUTES, MAX_WINDOWS
 from infra.sim.week import CostReport, simulate_week
 from infra.sim.what_if import Knobs, Row, Setting, changed_platform, comparison, scenario_rows
+from infra.untrusted import printable
 
 MAX_ORDERS = 200
 MAX_SIMULATED_JOBS = 50_000

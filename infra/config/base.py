@@ -23,13 +23,14 @@ MAX_STRING = 1024
 class SpecModel(BaseModel):
     """Frozen, and unknown keys are errors: a typo in the stack config must not be ignored.
 
-    No inf/NaN floats (they break every sum), and no string longer than MAX_STRING characters."""
+    No inf/NaN floats (they break every sum), no string longer than MAX_STRING characters, and no number where
+    text belongs: YAML and Pulumi read an unquoted `version: 1.30` as the number 1.3 and `0755` as 493, so a
+    number in a text field is refused at its key (`errors.py` says "quote it"), never turned into text."""
 
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
         arbitrary_types_allowed=True,
-        coerce_numbers_to_str=True,
         allow_inf_nan=False,
         str_max_length=MAX_STRING,
     )
@@ -106,7 +107,13 @@ KubernetesNamespace = Annotated[
 DnsSubdomain = Annotated[
     str, pattern(DNS_SUBDOMAIN.pattern, "not a Kubernetes object name (a DNS subdomain: a-z, 0-9, '-' and '.')", 253)
 ]
-ImagePattern = Annotated[str, pattern(r"\S{1,255}", "not an image reference or glob (1-255 characters, no spaces)")]
+ImagePattern = Annotated[
+    str,
+    pattern(
+        r"[^\s{}]{1,255}",
+        "not an image reference or glob (1-255 characters, no spaces, no braces: Helm's tpl would run a {{ }})",
+    ),
+]
 """An image reference or a gitlab-runner image glob (`docker.io/library/python:*`)."""
 _IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_HOST = (
@@ -180,11 +187,14 @@ MemoryQuantity = Annotated[Memory, BeforeValidator(_memory), PlainSerializer(str
 
 # --- durations ---
 
-_DURATION = re.compile(r"(?=\d)(?:(?P<h>\d{1,7})h)?(?:(?P<m>\d{1,7})m)?(?:(?P<s>\d{1,7})s)?")
+_DURATION = re.compile(r"(?=[0-9])(?:(?P<h>[0-9]{1,7})h)?(?:(?P<m>[0-9]{1,7})m)?(?:(?P<s>[0-9]{1,7})s)?")
+"""ASCII digits only, as Go's time.ParseDuration reads them (`\\d` takes `５m`, a full-width 5, which `int()` reads)."""
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
 
 
 def _duration(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        raise ValueError(f"is a number, and a duration has its unit: write {value}s, or 5m, 1h, 3h30m")
     match = _DURATION.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise ValueError("not a duration like 5m, 300s, 1h or 3h30m")

@@ -9,7 +9,8 @@ from pydantic import Field, field_validator
 
 from infra.config.base import MAX_LIST, MAX_WAIT_SECONDS, Duration, PrivateCidr, SpecModel, StrictFloat, StrictInt
 
-_VERSION = re.compile(r"\d{1,3}\.\d{1,3}(\.\d{1,3})?")
+_VERSION = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?")
+"""ASCII digits only (`\\d` takes `١.٣٥`, Arabic-Indic digits, which Kapsule does not)."""
 _EXISTING_ID = re.compile(r"(fr-par|nl-ams|pl-waw)/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TAG = re.compile(r"[^\s,]{1,128}")
 

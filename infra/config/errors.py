@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import types
 import typing
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from infra.config.credentials import credential_name, credential_value, redact_credentials
+from infra.untrusted import first_hidden, printable, quoted
 
 CONFIG_ROOT = "platform"
 """The stack config key that holds the spec (`gpu-ci:platform`)."""
@@ -53,7 +55,7 @@ def _format(value: object, budget: int) -> str:  # noqa: PLR0911 - one return pe
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, str):
-        return repr(value[: budget + 1])
+        return quoted(value, budget + 1)
     if isinstance(value, int) and value.bit_length() > 256:
         return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
     if isinstance(value, (list, tuple, dict)):
@@ -78,7 +80,7 @@ def _format(value: object, budget: int) -> str:  # noqa: PLR0911 - one return pe
 
 def _plain(value: object, budget: int) -> str:
     """A key as written (no quotes), at most `budget` characters."""
-    text = value if isinstance(value, str) and value.isprintable() else _format(value, budget)
+    text = value if isinstance(value, str) and first_hidden(value) is None else _format(value, budget)
     return text if len(text) <= budget else text[: budget - 1] + "…"
 
 
@@ -104,6 +106,8 @@ def raw_problems(raw: object) -> list[Problem]:
         elif isinstance(node, str) and (what := credential_value(node[:MAX_CREDENTIAL_SCAN])):
             if not _is_variable(path):  # a variable's value has its own rule, which says how to make it a secret
                 problems.append(Problem(key_path(*path), Redacted(node), _in_clear(what)))
+        elif what := _foreign(node):
+            problems.append(_foreign_problem(key_path(*path), node, what))
         elif isinstance(node, dict):
             stack.extend(
                 (value, (*path, key if isinstance(key, (str, int)) else str(key))) for key, value in node.items()
@@ -114,9 +118,50 @@ def raw_problems(raw: object) -> list[Problem]:
                 for key in node
                 if isinstance(key, str) and (what := credential_value(key[:MAX_CREDENTIAL_SCAN]))
             )
+            problems.extend(_foreign_problem(key_path(*path), key, what) for key in node if (what := _foreign(key)))
         elif isinstance(node, (list, tuple)):
             stack.extend((value, (*path, index)) for index, value in enumerate(node))
     return problems
+
+
+def _foreign(value: object) -> str | None:
+    """What `value` is when it is none of JSON's types (which is all a stack config holds, as Pulumi hands it
+    over), for the line that refuses it; None for JSON's own."""
+    if value is None or isinstance(value, (str, int, float, list, dict)):
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return "bytes (YAML's !!binary)"
+    if isinstance(value, (set, frozenset)):
+        return "a set (YAML's !!set)"
+    if isinstance(value, (datetime.date, datetime.time)):
+        return "a date or time (YAML's !!timestamp)"
+    if isinstance(value, tuple):
+        return "a pair (YAML's !!omap or !!pairs)"
+    return f"a {type(value).__name__}"
+
+
+def not_plain_data(value: object) -> str | None:
+    """What the first value in `value` (keys included) that is none of JSON's types is, or None."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if what := _foreign(node):
+            return what
+        if isinstance(node, dict):
+            pending += [*node.keys(), *node.values()]
+        elif isinstance(node, list):
+            pending += node
+    return None
+
+
+def _foreign_problem(path: str, value: object, what: str) -> Problem:
+    """`value` of no JSON type refused, never shown as it is: bytes are read as text for the credential scan,
+    since base64 hides a token from it (and the bytes are never shown, which would show the token encoded)."""
+    if isinstance(value, (bytes, bytearray)):
+        text = bytes(value[:MAX_CREDENTIAL_SCAN]).decode("utf-8", "replace")
+        if found := credential_value(text):
+            return Problem(path, Redacted(text), _in_clear(f"{what} holding {found}"))
+    return Problem(path, _ELIDED, f"is {what}, which no setting takes: write the value as text, a number or a list")
 
 
 MAX_CREDENTIAL_SCAN = 4096
@@ -129,8 +174,9 @@ def _is_variable(path: tuple[str | int, ...]) -> bool:
 
 
 def _in_clear(what: str) -> str:
+    verb = "is" if what.startswith("bytes") else "looks like"
     return (
-        f"looks like {what}: the stack file is committed in clear and plan prints it; a credential belongs in a "
+        f"{verb} {what}: the stack file is committed in clear and plan prints it; a credential belongs in a "
         "stack secret (`pulumi config set --secret <key>`), never in the platform spec"
     )
 
@@ -150,9 +196,7 @@ class Problem:
     severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
-        reason = self.reason if len(self.reason) <= 2 * MAX_SHOWN else self.reason[: 2 * MAX_SHOWN - 1] + "…"
-        if not reason.isprintable():  # a name with a newline, quoted in a reason, must not break the line
-            reason = "".join(c if c.isprintable() else repr(c)[1:-1] for c in reason)
+        reason = printable(self.reason, 2 * MAX_SHOWN - 1)  # a name with a newline, quoted, cannot break the line
         return redact_credentials(f"{self.path}={format_value(self.value)}: {reason}")
 
 
@@ -191,10 +235,37 @@ def problems_from_validation(exc: ValidationError, raw: object, model: type[Base
                 value = Redacted(value)
         elif kind in _BOUND_ERRORS:
             reason += " (gpu-ci's limit: docs/config-limits.md)"
+        elif kind == "string_type" and (why := not_text(value, loc)):
+            reason = why
+            if loc and loc[-1] == "[key]":
+                loc = loc[:-1]
         problems.append(Problem(key_path(*loc), value, reason))
     if len(errors) > MAX_PROBLEMS:
         problems.append(Problem(CONFIG_ROOT, _ELIDED, f"and {len(errors) - MAX_PROBLEMS} more problems not shown"))
     return problems
+
+
+_YAML_NUMBERS = "unquoted, YAML and Pulumi read 1.30 as the number 1.3, 0755 as 493 and 1_000 as 1000"
+
+
+def not_text(value: object, loc: list[str | int]) -> str | None:
+    """Why a number, a boolean or null stands where text belongs, and how to write it as text; None for any
+    other value. Never converted: the digits the user typed (`1.30`, `0755`) are already lost."""
+    key = next((part for part in reversed(loc) if isinstance(part, str) and part != "[key]"), "key")
+    if loc and loc[-1] == "[key]":
+        return f'is a number as a key, where a name belongs: quote it ("{value}":); {_YAML_NUMBERS}'
+    if isinstance(value, bool):
+        return (
+            f'is a boolean, and this key takes text: quote it ({key}: "..."); unquoted, YAML reads yes, no, on, off, '
+            "true and false as booleans"
+        )
+    if isinstance(value, (int, float)):
+        return f'is a number, and this key takes text: quote it as you typed it ({key}: "..."); {_YAML_NUMBERS}'
+    if value is None:
+        return (
+            "is null, and this key takes text: quote it, or leave the key out; unquoted, YAML reads ~ and null as null"
+        )
+    return None
 
 
 def _config_path(loc: tuple[str | int, ...], raw: object) -> list[str | int]:
@@ -208,6 +279,8 @@ def _config_path(loc: tuple[str | int, ...], raw: object) -> list[str | int]:
         if isinstance(part, str) and part.startswith("function-"):
             continue
         if isinstance(node, dict) and part not in node and not last:
+            continue
+        if last and isinstance(part, str) and isinstance(node, (str, int, float)):  # `NAME: 1` read as {value: 1}
             continue
         path.append(part)
         node = (

@@ -16,7 +16,7 @@ from infra.config.base import SpecModel
 _SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}"
 _GROUP_PATH = re.compile(rf"{_SEGMENT}(/{_SEGMENT}){{0,19}}")
 _PROJECT_PATH = re.compile(rf"{_SEGMENT}(/{_SEGMENT}){{1,20}}")
-_URL = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:\d{1,5})?(/[A-Za-z0-9._~-]+)*/?")
+_URL = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~-]+)*/?")
 MAX_PATH = 255
 """GitLab's longest full path we take (GitLab: 255 characters per name, 20 nested groups)."""
 

@@ -18,6 +18,7 @@ from infra.config.base import (
     MAX_LIST,
     Duration,
     ImagePattern,
+    ImageReference,
     SpecModel,
     StrictInt,
     duration_seconds,
@@ -37,7 +38,8 @@ MAX_NODE_WAIT_TOLERANCE_SECONDS = 24 * 3600
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
 
-_CHART_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,4}")
+_CHART_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
+"""ASCII digits only, as Helm reads a version (`\\d` takes `０.８６.０`, full-width digits)."""
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _CACHE_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./-]{0,254}")
@@ -107,7 +109,7 @@ class RunnerSpec(SpecModel):
     """The runner's description on GitLab."""
     access_level: Literal["not_protected", "ref_protected"] = "not_protected"
     """`ref_protected` runs jobs of protected branches and tags only."""
-    default_image: str = "alpine:3.22"
+    default_image: ImageReference = "alpine:3.22"
     """Image of a job that sets none (the CI templates set the training image)."""
     cache: RunnerCacheSpec | None = None
     """S3 cache on Scaleway Object Storage (its key: two stack secrets); None: no cache."""
@@ -145,7 +147,7 @@ class RunnerSpec(SpecModel):
             raise ValueError("lists a tag twice")
         return value
 
-    @field_validator("description", "default_image")
+    @field_validator("description")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         if not value.strip():

@@ -12,6 +12,7 @@ credentials must be `secure:`, and every YAML, encoding or shape error is one `S
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,9 @@ from infra.documents import (
     YAML_LOADER,
     DocumentError,
     check_yaml_events,
-    printable,
     read_text,
 )
+from infra.untrusted import printable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,9 +93,15 @@ def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None =
     document, lines = read_stack_file(path)
     values: dict[str, Any] = {}
     secret_keys: list[str] = []
+    written: dict[str, str] = {}
     for key, value in document.items():
         full_key = key if ":" in key else f"{project}:{key}"
-        decoded, has_secret = _strip_secure(value, full_key)
+        if (other := written.setdefault(full_key, key)) != key:
+            raise StackFileError(
+                f"{path.name}:{lines.get(key, 1)}: {format_value(key)} and {format_value(other)} (line "
+                f"{lines.get(other, 1)}) are both {full_key}: keep one"
+            )
+        decoded, has_secret = _strip_secure(_json_keys(value), full_key)
         if full_key in PROVIDER_CREDENTIAL_KEYS and not (isinstance(value, dict) and set(value) == {"secure"}):
             raise StackFileError(
                 f"{path.name}:{lines.get(key, 1)}: {full_key} is a credential stored in plain text: remove it and "
@@ -119,7 +126,7 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         root = loader.get_single_node()
         if root is None:
             return {}, {}
-        _check_nodes(root)
+        _check_nodes(root, loader)
         document = loader.construct_document(root)
     except StackFileError as err:
         raise StackFileError(f"{name}:{err}") from None
@@ -159,48 +166,116 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 _MAX_NUMBER_TEXT = 100
 
 
-def _read_otherwise(node: yaml.ScalarNode) -> str | None:
-    """What YAML 1.1 (PyYAML) makes of a plain scalar that Pulumi's YAML reader keeps as text, or None: a time
-    `8:00` is the base-60 number 480, a date `2024-01-01` a timestamp (which no setting takes)."""
+_YAML_1_2_NUMBER = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?0[oObBxX][0-9a-fA-F]+|[-+]?\.(?:inf|Inf|INF)"
+)
+"""A number in YAML 1.2 (underscores aside), which Pulumi's Go reader follows: `1e3`, `-.5`, `0o17`, `08` are
+numbers there and text to PyYAML's YAML 1.1."""
+_YAML_1_1_BOOLEANS = frozenset(
+    word for base in ("yes", "no", "on", "off", "y", "n") for word in (base, base.capitalize(), base.upper())
+)
+"""Booleans of YAML 1.1 only (`yes`, `on`, `n`...): text in YAML 1.2; Go's yaml.v2 still takes `y` and `n`."""
+
+
+def _read_otherwise(node: yaml.ScalarNode) -> tuple[str, str] | None:
+    """How PyYAML (YAML 1.1) and Pulumi's reader (YAML 1.2) read a plain scalar apart, or None: a time `8:00`
+    is the base-60 number 480 here, a date a timestamp, `yes` a boolean, all text there; `1e3` and `0o17` are
+    text here and numbers there. Quoted, each is text to both."""
     if node.style:  # quoted or a block scalar: text (libyaml says '' for plain, PyYAML None)
         return None
     if node.tag == "tag:yaml.org,2002:timestamp":
-        return "a date"
+        return "a date", "text by Pulumi"
     if node.tag in _NUMBER_TAGS and ":" in node.value:
-        return "a base-60 number"
+        return "a base-60 number", "text by Pulumi"
+    if node.tag == "tag:yaml.org,2002:bool" and node.value in _YAML_1_1_BOOLEANS:
+        return "a boolean", "text by Pulumi"
+    if node.tag == "tag:yaml.org,2002:str" and node.value in _YAML_1_1_BOOLEANS:
+        return "text", "a boolean by Go's yaml.v2 (older Pulumi)"
+    if node.tag == "tag:yaml.org,2002:str" and _YAML_1_2_NUMBER.fullmatch(node.value.replace("_", "")):
+        return "text", "a number by Pulumi"
     return None
 
 
-def _check_nodes(root: yaml.Node) -> None:
-    """Refuse duplicate keys and numbers too long to convert (checked once per node, aliases included)."""
+_DATA_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map", "merge")
+)
+"""The YAML types a stack config holds, as Pulumi hands it to the program (JSON): text, numbers, booleans, null,
+lists and mappings (and `<<` merge keys). `!!binary`, `!!set`, `!!omap`, `!!pairs` and an explicit
+`!!timestamp` build values no JSON holds; PyYAML's safe loader refuses `!!python/...` and custom tags itself."""
+
+
+def _check_nodes(root: yaml.Node, loader: Any) -> None:
+    """Refuse duplicate keys (as written, or once read: `8` and `010` are both 8), types no stack config holds
+    and numbers too long to convert (checked once per node, aliases included), each at its line and key."""
     seen_nodes: set[int] = set()
-    pending = [root]
+    pending: list[tuple[yaml.Node, str]] = [(root, "")]
     while pending:
-        node = pending.pop()
+        node, where = pending.pop()
         if id(node) in seen_nodes:
             continue
         seen_nodes.add(id(node))
+        line = node.start_mark.line + 1
+        at = f" at {printable(where, 120)}" if where else ""
         if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
-            raise StackFileError(f"{node.start_mark.line + 1}: a number of {len(node.value)} characters")
-        if isinstance(node, yaml.ScalarNode) and _read_otherwise(node):
+            raise StackFileError(f"{line}: a number of {len(node.value)} characters")
+        if isinstance(node, yaml.ScalarNode) and (readings := _read_otherwise(node)):
+            here, there = readings
             raise StackFileError(
-                f"{node.start_mark.line + 1}: {printable(node.value, 40)} unquoted is read as {_read_otherwise(node)} "
-                "here and as text by Pulumi: quote it"
+                f"{line}: {printable(node.value, 40)}{at} unquoted is read as {here} here and as {there}: quote it"
+            )
+        if node.tag not in _DATA_TAGS and (isinstance(node, yaml.ScalarNode) or node.tag.startswith(_YAML_TAG)):
+            tag = node.tag.replace(_YAML_TAG, "!!")
+            raise StackFileError(
+                f"{line}: {printable(tag, 40)}{at} makes a value no stack config holds (Pulumi hands the program "
+                "JSON): write text, a number, a boolean, a list or a mapping"
             )
         if isinstance(node, yaml.MappingNode):
-            keys: set[tuple[str, str]] = set()
+            keys: dict[str, yaml.Node] = {}
             for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    if (key.tag, key.value) in keys:
-                        raise StackFileError(f"{key.start_mark.line + 1}: duplicate key {format_value(key.value)}")
-                    keys.add((key.tag, key.value))
-                pending += (key, value)
+                name = _read_key(key, loader) if isinstance(key, yaml.ScalarNode) and key.tag in _KEY_TAGS else None
+                if name is not None:
+                    if (first := keys.get(name)) is not None:
+                        raise StackFileError(f"{key.start_mark.line + 1}: duplicate key {_both(first, key, name)}")
+                    keys[name] = key
+                step = name if name is not None else "?"
+                pending += ((key, where), (value, f"{where}.{step}" if where else step))
         elif isinstance(node, yaml.SequenceNode):
-            pending += node.value
+            pending += ((item, f"{where}[{index}]") for index, item in enumerate(node.value))
+
+
+_YAML_TAG = "tag:yaml.org,2002:"
+_KEY_TAGS = _DATA_TAGS - {f"{_YAML_TAG}merge", f"{_YAML_TAG}seq", f"{_YAML_TAG}map"}
+
+
+def _read_key(node: yaml.ScalarNode, loader: Any) -> str:
+    """A scalar key as the program gets it: JSON keys are text, so `8`, `010` (octal 8 in YAML 1.1) and `"8"`
+    are one key, `true` and `yes` another."""
+    value = loader.construct_object(node)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _both(first: yaml.Node, second: yaml.Node, name: str) -> str:
+    """`'gpu-ci:x'`, or `8 (line 3) and 010, both read as '8'` when two spellings collapse into one key."""
+    if first.value == second.value:
+        return format_value(second.value)
+    return (
+        f"{format_value(first.value)} (line {first.start_mark.line + 1}) and {format_value(second.value)}, both read "
+        f"as {format_value(name)}: keep one"
+    )
 
 
 def list_stacks(root: Path = PROJECT_ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
+
+
+def _json_keys(value: Any) -> Any:
+    """`value` with every mapping key as text, as JSON (and so the program under `pulumi up`) has it: `8:` is
+    `"8"` (two keys that would become one are refused when the file is read)."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else json.dumps(k): _json_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_keys(v) for v in value]
+    return value
 
 
 def _strip_secure(value: Any, where: str) -> tuple[Any, bool]:

@@ -195,7 +195,6 @@ def flatten(value: Any, work: Work | None = None) -> Any:
 
 
 def flatten_rules(value: Any) -> Any:
-    """`rules:` take one level of nesting (a `!reference` to another job's rules)."""
-    if not isinstance(value, list):
-        return value
-    return [rule for item in value for rule in (item if isinstance(item, list) else [item])]
+    """`rules:` as GitLab reads them (`Entry::Rules#value`): nested arrays (`!reference`s to other jobs' rules, at
+    any depth) become one list of rules."""
+    return flatten(value)

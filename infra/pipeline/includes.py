@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from infra.pipeline.globs import IncludePattern
+from infra.pipeline.keys import job_key_name, misread_key
 from infra.pipeline.reading import read_counted, read_file
 from infra.pipeline.resolved import (
     GLOBAL_KEYWORDS,
@@ -55,15 +56,29 @@ class Layer:
     key_file: dict[str, str] = field(default_factory=dict)
     variable_file: dict[tuple[str, str], str] = field(default_factory=dict)
     """(top-level key, variable) -> file; `variables` is the global block."""
+    misread: list[Violation] = field(default_factory=list)
+    """A top-level key YAML reads as no string (`5:`, `3.10:`, `yes:`, `~:`): GitLab refuses the pipeline."""
 
     def merge(self, other: Layer, work: Work | None = None) -> None:
         self.config = deep_merge(self.config, other.config, work)
         self.key_file.update(other.key_file)
         self.variable_file.update(other.variable_file)
+        self.misread += other.misread
 
     @classmethod
     def of(cls, document: dict[str, Any], shown: str) -> Layer:
-        layer = cls({_key_name(k): v for k, v in document.items() if k != "include"})
+        layer = cls({job_key_name(k): v for k, v in document.items() if k != "include"})
+        for key in document:
+            if (what := misread_key(key)) is not None:
+                name = job_key_name(key)
+                layer.misread.append(
+                    Violation(
+                        shown,
+                        name if isinstance(name, str) else None,
+                        f"YAML reads this top-level key as {what}, and GitLab takes only a string as a job's name "
+                        '("name should be a symbol"): it refuses the pipeline; quote the key',
+                    )
+                )
         for raw_key, value in layer.config.items():
             key = str(raw_key)
             layer.key_file[key] = shown
@@ -270,14 +285,6 @@ class Includes:
             except (OSError, ValueError):
                 return False
         return True
-
-
-def _key_name(key: Any) -> Any:
-    """A top-level key as GitLab names it: YAML reads `5:` and `yes:` as a number and a boolean, GitLab's Ruby
-    makes them the jobs `5` and `true` (which a runner takes like any other); other keys stay as read."""
-    if isinstance(key, bool):
-        return str(key).lower()
-    return str(key) if isinstance(key, int) else key
 
 
 def _is_folder(entry: os.DirEntry[str]) -> bool:

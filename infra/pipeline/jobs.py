@@ -144,6 +144,7 @@ def build_job(
         inherit = {}
     inherit_default = _inherit(inherit.get("default"), "default", job)
     inherit_variables = _inherit(inherit.get("variables"), "variables", job)
+    job.inherit_variables = inherit_variables if isinstance(inherit_variables, bool) else frozenset(inherit_variables)
     for key, value in defaults.items():
         if key not in keys and (
             inherit_default is True or (isinstance(inherit_default, set) and key in inherit_default)
@@ -307,6 +308,7 @@ def expand_parallel(job: ResolvedJob, work: Work) -> Iterator[ResolvedJob]:
             list(job.problems),
             job.complete,
             job.ancestors,
+            job.inherit_variables,
         )
 
 

@@ -120,6 +120,7 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
     def global_problem(message: str) -> None:
         pipeline.problems.append(Violation(root_file, None, message))
 
+    pipeline.problems += [p for p in layer.misread if p not in pipeline.problems]
     pipeline.stages = stages(resolved, global_problem)
     variables = resolved.get("variables", {})
     if not isinstance(variables, dict):
@@ -137,8 +138,7 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
         pipeline.problems.append(Violation(file, "variables", f"{name}: {why}"))
 
     check_variables(pipeline.variables, GLOBAL_VARIABLE_KEYS, global_variable)
-    workflow = resolved.get("workflow")
-    pipeline.workflow_variables = rule_variables(workflow.get("rules")) if isinstance(workflow, dict) else set()
+    _workflow(resolved.get("workflow"), pipeline, layer.key_file.get("workflow", root_file))
     job_defaults = defaults(resolved, global_problem)
 
     for name, value in resolved.items():
@@ -174,6 +174,20 @@ def _build(layer: Layer, pipeline: ResolvedPipeline, root_file: str, work: Work)
         except ResolveError as err:
             raise ResolveError(f"{file}: {name}: {err}") from None
     return pipeline
+
+
+def _workflow(workflow: Any, pipeline: ResolvedPipeline, file: str) -> None:
+    """`workflow: rules:`, kept for the jobs' environments; of a type GitLab refuses, a violation (and no rules)."""
+    pipeline.workflow_file = file
+    if workflow is not None and not isinstance(workflow, dict):
+        pipeline.problems.append(Violation(file, "workflow", "not a mapping of keywords (rules:, name:, ...)"))
+        return
+    rules = (workflow or {}).get("rules")
+    if rules is not None and not (isinstance(rules, list) and all(isinstance(r, dict | list) for r in rules)):
+        pipeline.problems.append(Violation(file, "workflow", "rules: not a list of rules ({if: ..., when: ...})"))
+        return
+    pipeline.workflow_variables = rule_variables(rules)
+    pipeline.workflow_rules = rules
 
 
 def _references_of(job: Any) -> set[str]:

@@ -108,6 +108,9 @@ class ResolvedJob:
     """False when GitLab could not even build the job (its `extends` or `parallel` fails)."""
     ancestors: tuple[str, ...] = ()
     """Jobs it extends, depth first: its `templates` but those it only takes values from by `!reference`."""
+    inherit_variables: bool | frozenset[str] = True
+    """`inherit: variables:`: whether (or which of) the pipeline's root variables it takes, the global ones and
+    those of a `workflow: rules:` rule alike."""
 
     def where(self, variable: str) -> tuple[str, str]:
         """Where the variable is set: an inherited value is reported where it is written."""
@@ -128,6 +131,10 @@ class ResolvedPipeline:
     workflow_variables: set[str] = field(default_factory=set)
     """Variables `workflow: rules:` may set for the whole pipeline (over the predefined ones, `CI_PIPELINE_SOURCE`
     too)."""
+    workflow_rules: Any = None
+    """`workflow: rules:` as written (references resolved); None when there are none."""
+    workflow_file: str = ""
+    """The file that writes `workflow:`."""
 
 
 class Work:

@@ -11,10 +11,11 @@ Routing is by tags, as GitLab routes: a job goes to a runner holding all of its 
   maximum (the job would fail, not be clamped), a request above its limit (Kubernetes refuses the pod),
   a node selector that runner refuses (`ci-training-evil` is not `ci-training`), or an image or service
   outside its `allowed_images`/`allowed_services` (`images`);
-- a job that extends a profile's template keeps its `retry:` and may not lower its `timeout:` (`timeouts`).
-Tags are routed once GitLab has expanded the variables in them (`variables`): a tag that still names a
-variable GitLab alone knows is a warning, one that GitLab leaves as a literal `$VAR` (a variable defined from
-another) is a violation: no runner takes the job.
+- a job that extends a profile's template keeps its `retry:` (`retries`) and may not lower its `timeout:` (`timeouts`).
+Tags are routed once GitLab has expanded the variables in them and parsed the list (`tags`): a tag that still
+names a variable GitLab alone knows is a warning, one that GitLab leaves as a literal `$VAR` (a variable defined
+from another) is a violation: no runner takes the job. A job is checked with its variables from every source, once
+per rule of `workflow: rules:` and `rules:` that may apply (`environment`).
 A violation in an inherited value is reported once, where the value is written, with the jobs it breaks.
 """
 
@@ -23,31 +24,45 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from infra.config.checks.jobs import guard_variable_reason
 from infra.config.pools import POOL_NAME_LABEL
 from infra.config.profiles import name_tokens
 from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
-from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.model.platform import Platform, derive
 from infra.model.profiles import Profile
 from infra.model.routes import (
     BATCH_SOURCE,
     MERGE_REQUEST_SOURCE,
-    PIPELINE_SOURCES,
     SOURCE_VARIABLE,
-    expand,
     expands_per_source,
     holds_slots,
 )
 from infra.model.runners import Runner
+from infra.pipeline.environment import (
+    Environment,
+    Workflow,
+    container_variables,
+    environments,
+    platform_variables,
+)
 from infra.pipeline.images import AllowedImages, check_images
 from infra.pipeline.jobs import GLOBAL_VARIABLE_KEYS, rule_variables, variable_problem
-from infra.pipeline.resolve import PlatformTemplates, ResolvedJob, ResolvedPipeline, Violation, resolve_file
+from infra.pipeline.resolve import (
+    PlatformTemplates,
+    ResolvedJob,
+    ResolvedPipeline,
+    ResolveError,
+    Violation,
+    resolve_file,
+)
+from infra.pipeline.resolved import Work
+from infra.pipeline.retries import retry_problem
 from infra.pipeline.sources import check_sources
+from infra.pipeline.tags import routed_tags, routes_alike
 from infra.pipeline.timeouts import check_timeout
-from infra.pipeline.variables import expand_for_runner, expand_tag, value_text
+from infra.pipeline.variables import expand_for_runner
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
 from infra.render.ci_templates import render_ci_templates
 
@@ -75,6 +90,9 @@ class CheckResult:
     """Each violation once, with the jobs it breaks when it is written elsewhere (a template, `variables`)."""
     warnings: list[str] = field(default_factory=list)
     jobs_checked: int = 0
+    routes: dict[str, set[str]] = field(default_factory=dict)
+    """Job -> the pools whose runners may take it, over every pipeline it was checked for (`simulate --pipeline`
+    routes the same tags)."""
     _warned: set[str] = field(default_factory=set, repr=False)
 
     @property
@@ -105,6 +123,8 @@ def check_pipeline(
 def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResult:
     """The platform's rules on a resolved pipeline."""
     checker = _Checker(platform, pipeline.workflow_variables)
+    work = Work()
+    workflow = Workflow.of(pipeline, work)
     for warning in pipeline.warnings:
         checker.result.warn(warning)
     for problem in pipeline.problems:
@@ -112,9 +132,15 @@ def check_resolved(pipeline: ResolvedPipeline, platform: Platform) -> CheckResul
     for job in pipeline.created.values():
         for problem in job.problems:
             checker.result.add(problem, cause=job.name)
-        if job.complete:
-            checker.result.jobs_checked += 1
-            checker.check(job)
+        if not job.complete:
+            continue
+        try:
+            found = environments(job, workflow, checker.project_variables, work)
+        except ResolveError as err:
+            raise ResolveError(f"{job.file}: {job.name}: {err}") from None
+        checker.result.jobs_checked += bool(found)  # none: no rule that may apply creates it
+        for environment in found:
+            checker.check(job, environment)
     return checker.result
 
 
@@ -135,14 +161,17 @@ class _Checker:
         self.result = CheckResult()
         self.family_profile = {family: name for name, p in platform.profiles.items() for family in p.families}
         self.known_tags = {tag for runner in platform.runners.values() for tag in runner.tags}
-        self.project_variables = _project_variables(platform)
+        self.project_variables = platform_variables(platform)
         self.images = AllowedImages(platform.allowed_images, self.spec.runner.default_image)
+        self.environment = Environment({}, {}, {})
+        """The variables of the job being checked, in the pipelines where its `label`'s rules apply."""
 
-    def check(self, job: ResolvedJob) -> None:
-        """The job as GitLab hands it out: for a template routed by the pipeline source (a pool with held
-        merge-request slots), once as a merge-request pipeline's job and once as any other's."""
+    def check(self, job: ResolvedJob, environment: Environment) -> None:
+        """The job as GitLab hands it out with these variables: for a template routed by the pipeline source (a
+        pool with held merge-request slots), once as a merge-request pipeline's job and once as any other's."""
+        self.environment = environment
         sources: tuple[str | None, ...] = (None,)
-        if expands_per_source(job.tags) and SOURCE_VARIABLE not in job.variables:
+        if expands_per_source(job.tags) and SOURCE_VARIABLE not in environment.tag_variables:
             sources = (MERGE_REQUEST_SOURCE, BATCH_SOURCE)
         for source in sources:
             self.check_as(job, source)
@@ -152,10 +181,12 @@ class _Checker:
         if tags is None:
             return
         written = job.tags
-        job = replace(job, tags=tags, variables={**job.variables, **self.project_variables})
+        environment = self.environment
+        job = replace(job, tags=tags, variables=environment.variables, variable_origin=environment.origin)
         tokens = name_tokens(job.name)
         families = sorted(tokens & set(self.family_profile))
         taking = self.platform.runners_taking(job.tags)
+        self.result.routes.setdefault(job.name, set()).update(runner.pool for runner in taking)
         if families and (tokens & TRAINING_TOKENS or job.stage == self.spec.ci.stage):
             runner = self.check_family(job, families, taking, written)
         else:
@@ -177,46 +208,50 @@ class _Checker:
 
     def check_guard_variables(self, job: ResolvedJob) -> None:
         """Variables a job on the platform's runners may not set (as the spec refuses them in its CI and profile
-        variables): GPUs around the device plugin, MPS's own settings, the runner's feature flags."""
+        variables): GPUs around the device plugin, MPS's own settings, the runner's feature flags. Wherever GitLab
+        puts them in the job's environment (its variables, a rule's, a workflow rule's) or in one of its pod's
+        containers (`container_variables`: a service's, an ID token's or a secret's name)."""
         for name in job.variables:
             if name not in self.project_variables and (reason := guard_variable_reason(str(name))):
                 where, definer = job.where(str(name))
-                self.result.add(Violation(where, definer, f"sets {name}: {reason}"), cause=job.name)
+                rule = self.environment.written_in.get(str(name), "")
+                self.result.add(Violation(where, definer, f"{rule}sets {name}: {reason}"), cause=job.name)
+        for keyword, name in container_variables(job):
+            if reason := guard_variable_reason(name):  # the same in every pipeline: no rule named
+                self.result.add(Violation(job.file, job.name, f"{keyword}sets {name}: {reason}"))
 
     def add(self, job: ResolvedJob, message: str) -> None:
-        self.result.add(Violation(job.file, job.name, message))
+        self.result.add(Violation(job.file, job.name, message + self._where_rules()))
 
     def add_at(self, job: ResolvedJob, where: tuple[str, str], message: str) -> None:
         """A violation in a value written at `where` (file, job or block), caused by `job`."""
-        self.result.add(Violation(*where, message), cause=job.name)
+        self.result.add(Violation(*where, message + self._where_rules()), cause=job.name)
+
+    def _where_rules(self) -> str:
+        label = self.environment.label
+        return f" (in pipelines where {label} applies)" if label else ""
 
     def routing_tags(self, job: ResolvedJob, source: str | None = None) -> tuple[str, ...] | None:
-        """The job's tags once GitLab expanded them (in a pipeline of `source`, when given); None when GitLab
-        alone knows them (a warning) or keeps one as a literal `$VAR` no runner holds (a violation)."""
-        known = {name: value_text(raw) for name, raw in job.variables.items()}
-        known.update({name: value_text(raw) for name, raw in self.project_variables.items()})
-        if source is not None:
-            known[SOURCE_VARIABLE] = source
-        tags = []
-        for tag in job.tags:
-            expansion = expand_tag(tag, known)
-            if expansion.nested:
-                name, value = expansion.nested[0]
-                self.add(
-                    job,
-                    f"tags: {tag} is {expansion.tag} once GitLab expands it: GitLab does not expand ${name} "
-                    f"(defined as {value}) again in tags (gitlab#407129), so the job keeps the tag {expansion.tag}, "
-                    "which no runner holds: it stays pending",
-                )
-                return None
-            if expansion.unknown:
-                self.result.warn(
-                    f"{job.file}: {job.name}: tags: {tag} holds ${expansion.unknown[0]}, only known to GitLab: which "
-                    "runner takes the job is not checked"
-                )
-                return None
-            tags.append(expansion.tag)
-        return tuple(tags)
+        """The job's tags once GitLab expanded and parsed them (in a pipeline of `source`, when given); None when
+        GitLab alone knows them (a warning) or keeps one as a literal `$VAR` no runner holds (a violation)."""
+        found = routed_tags(job.tags, self.environment, source)
+        if found.nested is not None:
+            tag, expanded, name, value = found.nested
+            self.add(
+                job,
+                f"tags: {tag} is {expanded} once GitLab expands it: GitLab does not expand ${name} (defined as "
+                f"{value}) again in tags (gitlab#407129), so the job keeps the tag {expanded}, which no runner holds: "
+                "it stays pending",
+            )
+            return None
+        if found.unknown is not None:
+            tag, name = found.unknown
+            self.result.warn(
+                f"{job.file}: {job.name}: tags: {tag} holds ${name}, only known to GitLab: which runner takes the job "
+                "is not checked"
+            )
+            return None
+        return found.tags
 
     def check_taken(self, job: ResolvedJob, taking: list[Runner]) -> Runner | None:
         """The one runner (pool) that takes the job; None when none or several do, or it is not ours."""
@@ -326,10 +361,13 @@ class _Checker:
                 "slots (or no runner at all); drop `tags:` from the job",
             )
         if SOURCE_VARIABLE in job.variables or SOURCE_VARIABLE in rule_variables(job.keys.get("rules")):
-            self.add(
-                job,
-                f"sets {SOURCE_VARIABLE}, which GitLab sets and the template's tags route by (pool {profile.pool} "
-                "holds slots for merge requests): the job lands where its value says, not where its pipeline is",
+            self.result.add(  # any of its rules: the same line in every pipeline it is checked for
+                Violation(
+                    job.file,
+                    job.name,
+                    f"sets {SOURCE_VARIABLE}, which GitLab sets and the template's tags route by (pool {profile.pool} "
+                    "holds slots for merge requests): the job lands where its value says, not where its pipeline is",
+                )
             )
         if SOURCE_VARIABLE in self.workflow_variables:
             self.add(
@@ -409,79 +447,3 @@ class _Checker:
                     f"{key}={value} is refused by runner {runner.name} (node_selector_overwrite_allowed="
                     f"{runner.node_selector_regex}): the job would fail",
                 )
-
-
-def _project_variables(platform: Platform) -> dict[str, Any]:
-    """The CI/CD variables the platform sets on the training project (or its group): they win over the YAML's.
-    A secret's value is GitLab's alone (None)."""
-    ci = platform.spec.ci
-    found: dict[str, Any] = {name: variable.value for name, variable in ci.variables.items()}
-    found[ci.registry_variable] = platform.registry_endpoint
-    return found
-
-
-RETRY_KEYS = frozenset({"max", "when", "exit_codes"})
-RETRY_REASONS = frozenset(
-    {
-        "always",
-        "unknown_failure",
-        "script_failure",
-        "api_failure",
-        "stuck_or_timeout_failure",
-        "runner_system_failure",
-        "runner_unsupported",
-        "stale_schedule",
-        "job_execution_timeout",
-        "archived_failure",
-        "unmet_prerequisites",
-        "scheduler_failure",
-        "data_integrity_failure",
-    }
-)
-"""`retry: when:` values GitLab takes (its docs' list); any other refuses the pipeline."""
-
-
-def retry_problem(retry: object) -> str | None:
-    """Why a job's `retry:` no longer retries what the platform causes as the templates do, or None.
-
-    GitLab: `retry: N` retries N times on any failure; `retry: {max: N, when: [...]}` (`when` a reason or a list;
-    absent: `always`). The templates set `max: 2` on runner_system_failure, stuck_or_timeout_failure and
-    scheduler_failure: a job whose pod found no node within poll_timeout is retried, twice."""
-    if isinstance(retry, bool) or not isinstance(retry, int | dict):
-        shown = "empty" if retry is None else repr(value_text(retry) or type(retry).__name__)
-        return f"{shown} is not a retry GitLab accepts (a number or max/when)"
-    maximum = retry if isinstance(retry, int) else retry.get("max", 0)
-    when = ["always"] if isinstance(retry, int) else retry.get("when", ["always"])
-    when = [when] if isinstance(when, str) else when
-    if isinstance(maximum, bool) or not isinstance(maximum, int) or not isinstance(when, list):
-        return "max and when are not a retry GitLab accepts (max: 0-2, when: a reason or a list)"
-    extra = sorted(str(key) for key in retry if key not in RETRY_KEYS) if isinstance(retry, dict) else []
-    unknown = [str(reason) for reason in when if reason not in RETRY_REASONS]
-    if maximum > RETRY_MAX or extra or unknown:
-        what = (
-            f"max {maximum} (GitLab takes 0 to {RETRY_MAX})"
-            if maximum > RETRY_MAX
-            else f"unknown keys {', '.join(extra)}"
-            if extra
-            else f"when {', '.join(unknown)} (no failure reason GitLab knows)"
-        )
-        return f"{what}: GitLab refuses the pipeline"
-    if maximum < RETRY_MAX:
-        return (
-            f"max {maximum}: fewer than the templates' {RETRY_MAX} retries of what the platform causes: a GPU node "
-            "late or out of stock for longer than the attempts' poll_timeouts fails the job"
-        )
-    missing = [reason for reason in RETRY_WHEN if reason not in when and "always" not in when]
-    if missing:
-        return (
-            f"when {when} leaves out {', '.join(missing)}: those failures come from the platform (no node within "
-            "poll_timeout, a runner gone, the scheduler) and are retried by the templates"
-        )
-    return None
-
-
-def routes_alike(tags: Iterable[str], template: Iterable[str]) -> bool:
-    """Whether `tags` reach the runners `template`'s do in a pipeline of every source: written in another order,
-    twice, or `$CI_PIPELINE_SOURCE` for `${CI_PIPELINE_SOURCE}`, GitLab routes them alike."""
-    tags, template = tuple(tags), tuple(template)
-    return all(set(expand(tags, source)) == set(expand(template, source)) for source in PIPELINE_SOURCES)

@@ -15,8 +15,8 @@ from fractions import Fraction
 from typing import Final
 from xml.sax.saxutils import escape, quoteattr
 
-from infra.review.markdown import visible
 from infra.sim.burst import BurstJob, BurstTimeline
+from infra.untrusted import printable
 
 ROW: Final = 18
 LABEL_WIDTH: Final = 300
@@ -78,7 +78,7 @@ def render_svg(burst: BurstTimeline, title: str) -> str:
                 '<?xml version="1.0" encoding="UTF-8"?>',
                 f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
                 f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-                f"<title>{escape(''.join(c if _xml_char(c) else '?' for c in visible(title)))}</title>",
+                f"<title>{escape(''.join(c if _xml_char(c) else '?' for c in printable(title, None)))}</title>",
                 '<rect width="100%" height="100%" fill="white"/>',
                 _text(8, ROW, title, weight="bold"),
                 _text(8, 2 * ROW, heading),
@@ -106,7 +106,7 @@ def _rect(start: Fraction, end: Fraction, y: int, kind: str, scale: Fraction) ->
 
 
 def _text(x: float, y: float, text: str, *, weight: str = "normal") -> str:
-    shown = "".join(char if _xml_char(char) else "?" for char in visible(text))
+    shown = "".join(char if _xml_char(char) else "?" for char in printable(text, None))
     shown = shown if len(shown) <= 60 else shown[:59] + "…"
     return (
         f"<text x={quoteattr(f'{x:g}')} y={quoteattr(f'{y:g}')} font-weight={quoteattr(weight)}>{escape(shown)}</text>"
@@ -114,6 +114,6 @@ def _text(x: float, y: float, text: str, *, weight: str = "normal") -> str:
 
 
 def _xml_char(char: str) -> bool:
-    """A character XML 1.0 allows (`visible` has already written every control character as an escape)."""
+    """A character XML 1.0 allows (`printable` has already written every control character as an escape)."""
     code = ord(char)
     return code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF

@@ -3,7 +3,7 @@
 One row per job attempt, grouped by pool, over a fixed width: `.` waiting in GitLab for a runner slot, `~`
 waiting (taken) for a node, `#` running, `x` the run of an attempt that failed; above each pool's jobs, `^` where
 a node booted for them and `=` where a warm window held nodes up. Names are printed with their control
-characters made visible (`infra.review.markdown.visible`), cut to the label column.
+characters made visible (`infra.untrusted.printable`), cut to the label column.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Final
 
-from infra.review.markdown import visible
 from infra.sim.burst import BurstJob, BurstTimeline
+from infra.untrusted import printable
 
 WIDTH: Final = 72
 """Characters of the time axis."""
@@ -29,7 +29,7 @@ def render_timeline(burst: BurstTimeline, title: str) -> str:
     """The burst as text (see the module docstring)."""
     scale = max(burst.minutes, Fraction(1))
     lines = [
-        visible(title),
+        printable(title, None),
         f"{burst.pipeline} queued {burst.clock}, {float(burst.minutes):.1f} min to its last job's end; "
         f"{len(burst.jobs)} job attempt(s) shown"
         + (f", {burst.omitted} more overlapping left out" if burst.omitted else ""),
@@ -77,5 +77,5 @@ def _axis(minutes: Fraction) -> str:
 
 
 def _cell(text: str) -> str:
-    shown = visible(text)
+    shown = printable(text, None)
     return shown[:LABEL].ljust(LABEL) if len(shown) <= LABEL else shown[: LABEL - 1] + "…"

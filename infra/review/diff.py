@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from infra.cloud.names import T
-from infra.review.markdown import visible
 from infra.review.schema import PlanDocumentError, check_plan
+from infra.untrusted import printable
 
 __all__ = [  # PlanDocumentError too: what check_document raises
     "DEFAULT_OPTIONS",
@@ -289,7 +289,9 @@ def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "hea
     if tail:
         summary.append(INDENT + ". ".join(tail))
     blocks.append(summary)
-    return "\n\n".join("\n".join(visible(line, keep="\t") for line in block) for block in blocks if block) + "\n"
+    return (
+        "\n\n".join("\n".join(printable(line, None, keep="\t") for line in block) for block in blocks if block) + "\n"
+    )
 
 
 class _TextBudget:

@@ -19,10 +19,10 @@ from infra.documents import (
     JSONSyntaxError,
     decode,
     parse_json,
-    printable,
     read_text,
 )
 from infra.review.schema import PlanDocument, PreviewDocument, check_plan, check_preview
+from infra.untrusted import printable
 
 STDIN = "-"
 

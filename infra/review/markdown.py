@@ -16,6 +16,16 @@ references and mentions in the text nodes that are not inside `code`, `pre` or `
 - `code(value)`: an inline code span, its backtick fence longer than any run inside.
 - `fenced(text)`: a code block, likewise; the content keeps its lines, control characters made visible.
 
+Inside an HTML block (a `<summary>` line: CommonMark reads no Markdown there, so neither a backslash
+escape nor a code span protects anything) a value goes through `html_code`: `<code>` with `& < > " '`
+written as entities, so it can neither close the element nor open another, and GitLab links no mention or
+reference inside `code`. `html_text` is prose there: the same entities, and a value holding a character
+that starts a reference or a mention (`@ # ! ~ % $ & ^`) is written as `html_code` (an entity would not
+help: the reference filters read the text as parsed, `&#64;all` is `@all` to them).
+
+Every form first writes the value through `infra.untrusted.printable` (credentials redacted, characters
+that are not shown as they are escaped): the note says what a terminal says.
+
 `link(label, url)` and `hidden(content)` build the two constructs the note makes itself: a link to the job
 log (http(s) only, its address percent-encoded so it cannot close the link), and the hidden marker comment
 (its content limited to characters that cannot close the comment).
@@ -23,12 +33,13 @@ log (http(s) only, its address percent-encoded so it cannot close the link), and
 
 from __future__ import annotations
 
+import html
 import re
-import unicodedata
 from typing import Final
 from urllib.parse import quote, urlsplit
 
 from infra.config.credentials import redact_credentials
+from infra.untrusted import printable
 
 _ALWAYS: Final = frozenset("\\`*[]<>{}|#@!~$%&^")
 """Characters escaped wherever they are (see the module docstring)."""
@@ -37,43 +48,9 @@ _LEADING: Final = frozenset("-+=")
 _ORDERED: Final = re.compile(r"\A([0-9]{1,9})([.)])(?=[ \t]|\Z)")
 _BACKTICKS: Final = re.compile(r"`+")
 _ADDRESS: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://\S*")
-_SHORT_ESCAPES: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _HIDDEN_SAFE: Final = re.compile(r"\A[A-Za-z0-9_.:=/ -]*\Z")
 _URL_SAFE: Final = "/:?#&=+%,;@!$'*~._-"
 """Characters of a URL kept as they are in a link destination; everything else is percent-encoded."""
-
-
-def _is_control(char: str) -> bool:
-    """A character that moves the cursor, reorders or hides text (C0/C1 controls, bidi and zero-width
-    formats, line and paragraph separators), or a lone surrogate (it cannot even be encoded)."""
-    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
-
-
-def first_control(text: str, allowed: str = "") -> str | None:
-    """The first control character of `text` that is not in `allowed`, or None."""
-    if text.isprintable():
-        return None
-    return next((char for char in text if char not in allowed and _is_control(char)), None)
-
-
-def visible(text: str, keep: str = "") -> str:
-    """`text` with every credential-shaped part (a token, a URL's userinfo) as `<redacted>` and every control
-    character (but those in `keep`) written as an escape: `\\n`, `\\x1b`, `\\u202e`. The base of every form
-    here, and what `plan-diff` applies to each line it prints: no value a plan or a preview carries can put a
-    token into the note or a job log."""
-    text = redact_credentials(text)
-    if text.isprintable():  # the common case: no control character at all
-        return text
-    out = []
-    for char in text:
-        if char in keep or not _is_control(char):
-            out.append(char)
-        elif char in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[char])
-        else:
-            code = ord(char)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    return "".join(out)
 
 
 def text(value: object) -> str:
@@ -81,7 +58,7 @@ def text(value: object) -> str:
     reference, HTML, link, emphasis, table cell or block of its own. An address in it
     (`https://...`) becomes a code span: GitLab would otherwise link it, and turn an issue's address into a
     reference that notifies the issue."""
-    plain = visible(str(value)).strip(" ")  # leading spaces would indent it into a code block
+    plain = printable(str(value), None).strip(" ")  # leading spaces would indent it into a code block
     pieces, start = [], 0
     for address in _ADDRESS.finditer(plain):
         pieces += [_escaped(plain[start : address.start()]), code(address[0])]
@@ -112,7 +89,7 @@ def code(value: object) -> str:
     """`value` as an inline code span: references, mentions and HTML are not read inside one; its fence is
     longer than any backtick run in the value, and the value stays on one line. (In a table, `|` would
     still end the cell: use `text` there.)"""
-    content = visible(str(value))
+    content = printable(str(value), None)
     if not content.strip(" "):
         return "` `"
     longest = max((len(run) for run in _BACKTICKS.findall(content)), default=0)
@@ -126,10 +103,26 @@ def fenced(content: str, info: str = "") -> str:
     lines kept, control characters (but tabs) made visible. `info` names the language (`diff`, `mermaid`)."""
     if not re.fullmatch(r"[A-Za-z0-9_+-]*", info):
         raise ValueError(f"code block language {info!r}: letters, digits, '_', '+' and '-' only")
-    body = visible(content, keep="\n\t")
+    body = printable(content, None, keep="\n\t")
     longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{body}\n{fence}"
+
+
+_REFERENCE_START: Final = frozenset("@#!~%$&^")
+
+
+def html_code(value: object) -> str:
+    """`value` as `<code>` inside an HTML block (see the module docstring): one line, entities for markup."""
+    return f"<code>{html.escape(printable(str(value), None), quote=True)}</code>"
+
+
+def html_text(value: object) -> str:
+    """`value` as prose inside an HTML block; as `html_code` if it holds a reference or mention character."""
+    shown = printable(str(value), None)
+    if _REFERENCE_START & set(shown):
+        return html_code(value)
+    return html.escape(shown, quote=True)
 
 
 def link(label: str, url: str) -> str:

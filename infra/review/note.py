@@ -9,7 +9,8 @@ summary), so `summarize` reads both: it decides whether there is anything to say
 Every value the note quotes goes through `infra.review.markdown`: prose values (the headline's counts, a
 pool, why there is no base) through `text`, the stack and the commit as code spans, the diff, the report
 and the warnings as code blocks no line of theirs can close, the job log as a checked link, the stack in
-the hidden marker only as a stack name. No value can mention anyone, reference an issue, add a heading,
+the hidden marker only as a stack name; on a `<summary>` line, an HTML block where Markdown is not read, the
+values are in HTML's forms (`html_code`, `html_text`). No value can mention anyone, reference an issue, add a heading,
 open HTML or leave the marker.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from infra.render.gantt import gantt, rows
-from infra.review.markdown import code, fenced, hidden, link, text
+from infra.review.markdown import code, fenced, hidden, html_code, html_text, link, text
 from infra.review.schema import STACK_NAME
 from infra.sim.burst import BurstTimeline
 
@@ -216,8 +217,9 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
 def burst_chart(side: str, burst: BurstTimeline) -> list[str]:
     """A side's busiest burst as a Mermaid gantt chart in a `<details>` (closed when the chart is long)."""
     chart = gantt(burst, f"{side} - {burst.pipeline} queued {burst.clock}")
-    summary = (
-        f"Busiest burst of the simulated week at the {text(side)}: {code(burst.pipeline)} queued {text(burst.clock)}, "
+    summary = (  # an HTML line: its values in HTML's forms, where Markdown's would not hold (markdown.py)
+        f"Busiest burst of the simulated week at the {html_text(side)}: {html_code(burst.pipeline)} queued "
+        f"{html_text(burst.clock)}, "
         f"{float(burst.minutes):.1f} min to its last job's end ({len(burst.jobs)} jobs"
         + (f", {burst.omitted} more not drawn" if burst.omitted else "")
         + ")"

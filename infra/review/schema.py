@@ -19,7 +19,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError
 
 from infra.documents import DocumentError
-from infra.review.markdown import first_control
+from infra.untrusted import first_hidden, quoted
 
 MAX_NAME: Final = 1024
 """Characters of a resource type, name or URN (Pulumi's are far shorter; a longer one is not a plan's)."""
@@ -73,14 +73,14 @@ def _one_line(value: str) -> str:
         raise ValueError("is empty")
     if len(value) > MAX_NAME:
         raise ValueError(f"is {len(value)} characters long (at most {MAX_NAME})")
-    if (bad := first_control(value)) is not None:
+    if (bad := first_hidden(value)) is not None:
         raise ValueError(f"{_quote(value)} holds a control character ({bad!r})")
     return value
 
 
 def _text(value: str) -> str:
     """Multi-line text (the report, a warning): any printable character, line breaks and tabs."""
-    if (bad := first_control(value, allowed="\n\t")) is not None:
+    if (bad := first_hidden(value, allowed="\n\t")) is not None:
         raise ValueError(f"holds a control character ({bad!r})")
     return value
 
@@ -368,7 +368,7 @@ def _kind(value: object) -> str:
 
 def _quote(value: str, limit: int = 60) -> str:
     """`value` quoted for a message: control characters escaped, cut to `limit` characters."""
-    return repr(value[:limit]) + ("…" if len(value) > limit else "")
+    return quoted(value, limit)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -4,6 +4,12 @@ The pipeline is read the way check-ci reads it (`infra.pipeline.resolve`); each 
 template is one job of that profile, queued at minute 0 in the file's order (GitLab's ids follow the YAML
 order within a stage), running as long as the median of the profile's kind named by the job's prefix (its
 class too), or the profile's `workload.profiles.<name>.minutes_per_job` (a merge-request job).
+
+Its tags are those check-ci routes (`routed_tags`): expanded with its variables from every source and parsed as
+GitLab does, in a pipeline of its class's source, with the first rules that may apply (a pipeline where every
+`if:` holds: GitLab takes the first rule that matches); a job no rule creates is not queued. Tags only GitLab can
+expand stay as written, so the job waits for a runner that never comes, as it would if GitLab expanded them to
+nothing any runner holds.
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ from pathlib import Path
 
 from infra.config.workload import LEGACY_KIND, JobClass, ProfileLoadSpec
 from infra.model.platform import Platform
-from infra.pipeline.resolve import resolve_file
+from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE
+from infra.pipeline.environment import Workflow, environments, platform_variables
+from infra.pipeline.resolve import ResolveError, resolve_file
 from infra.pipeline.rules import platform_templates
+from infra.pipeline.tags import routed_tags
 from infra.quantity import exact_decimal
 from infra.sim.platform_scenario import PlannedJob
 
@@ -28,10 +37,15 @@ def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:
     by_template = {profile.template: name for name, profile in platform.profiles.items()}
     workload = platform.spec.workload
     loads = workload.profiles if workload is not None else {}
+    workflow, project = Workflow.of(pipeline), platform_variables(platform)
     jobs = []
     for name, job in pipeline.jobs.items():
         profiles = [by_template[t] for t in (job.templates if job.complete else ()) if t in by_template]
-        if not profiles:
+        try:
+            found = environments(job, workflow, project) if profiles else []
+        except ResolveError as err:
+            raise ResolveError(f"{job.file}: {name}: {err}") from None
+        if not found:
             continue
         profile = profiles[0]
         minutes, job_class, kind = _run_time(loads.get(profile), name)
@@ -40,7 +54,8 @@ def pipeline_jobs(platform: Platform, path: Path) -> list[PlannedJob]:
                 f"platform.workload.profiles.{profile}.minutes_per_job: needed to simulate job {name!r} (profile "
                 f"{profile}; or a kind named after the job's prefix)"
             )
-        tags = tuple(job.tags) if job.tags else None
+        source = MERGE_REQUEST_SOURCE if job_class == "merge_request" else BATCH_SOURCE
+        tags = routed_tags(job.tags, found[0], source).tags
         jobs.append(PlannedJob(name, profile, minutes, tags=tags, job_class=job_class, kind=kind))
     return jobs
 

@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 import yaml
 
-from infra.config.errors import CONFIG_ROOT, SpecError, format_value
-from infra.documents import Budget, DocumentError, check_yaml_events, printable
+from infra.config.errors import CONFIG_ROOT, SpecError, format_value, not_plain_data
+from infra.documents import Budget, DocumentError, check_yaml_events
 from infra.model.platform import Platform, load_platform
 from infra.render.text import format_eur
 from infra.sim.bound import bound_makespan
@@ -27,6 +27,7 @@ from infra.sim.engine import simulate
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.scenario import Scenario, Upgrade
 from infra.sim.week import CostReport, class_waits
+from infra.untrusted import printable
 
 Layout = Literal["per-pool", "single"]
 """The runners simulated: one per pool, or the single runner of before."""
@@ -189,10 +190,13 @@ class Setting:
         return ".".join((CONFIG_ROOT, *self.path))
 
     def describe(self) -> str:
+        """`platform.<key> <before> -> <after>`, as one printable line, credentials redacted."""
         before = "unset" if self.before is _MISSING else format_value(self.before)
-        return f"{self.key} {before} -> {format_value(self.value)}"
+        return printable(f"{self.key} {before} -> {format_value(self.value)}", None)
 
 
+MAX_SET_PARTS = 16
+"""Parts of one `--set` key (the spec's deepest key has 7): 2,000 parts would nest the spec past Python's recursion."""
 MAX_SET_VALUE = 10_000
 """Characters of one `--set` value (a whole `warm:` list fits in a few hundred)."""
 SET_VALUE = Budget(max_bytes=MAX_SET_VALUE, max_nodes=2_000, max_depth=16, kind="a --set value")
@@ -214,6 +218,10 @@ def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], li
             raise ValueError(
                 f"--set {shown}: expected KEY=VALUE, KEY a dotted path under {CONFIG_ROOT} (pools.NAME.max_size=2)"
             )
+        if len(path) > MAX_SET_PARTS:
+            raise ValueError(
+                f"--set {shown}: a key of {len(path)} parts (at most {MAX_SET_PARTS}: no key of the spec is deeper)"
+            )
         if len(value_text) > MAX_SET_VALUE:
             raise ValueError(f"--set {shown}: the value is {len(value_text)} characters long (at most {MAX_SET_VALUE})")
         shown_value = repr(value_text) if len(value_text) <= 60 else f"{value_text[:59]!r}…"  # repr escapes controls
@@ -225,6 +233,10 @@ def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], li
             raise ValueError(f"--set {shown}: {shown_value} is not a YAML value ({why})") from None
         except yaml.YAMLError as err:
             raise ValueError(f"--set {shown}: {shown_value} is not a YAML value ({str(err).splitlines()[0]})") from None
+        if what := not_plain_data(value):
+            raise ValueError(
+                f"--set {printable(key, 120)}=…: the value is {what}, which no setting takes: write it as text"
+            )
         node: dict[str, Any] = changed
         new_entry = None
         for index, step in enumerate(path[:-1]):

@@ -50,7 +50,7 @@ def test_sections_have_defaults_except_the_project(dev_platform: dict[str, Any])
 
 def test_variables_shorthand_and_secret_defaults(dev_platform: dict[str, Any]) -> None:
     dev_platform["ci"]["variables"] = {
-        "PYTHONUNBUFFERED": 1,
+        "PYTHONUNBUFFERED": "1",
         "DATASET": {"value": "s3://datasets/lob", "protected": True},
         "WANDB_API_KEY": {"secret": "wandb_api_key", "description": "Weights & Biases"},
     }

@@ -34,7 +34,14 @@ def test_import_file_targets_the_urns_the_program_uses(capsys: pytest.CaptureFix
         (["--pool", f"ci-gpu={POOL_ID}"], "no pool 'ci-gpu' in the spec"),
         (["--pool", "ci-compile=12"], "not a Scaleway id like fr-par/<uuid>"),
         (["--pool", f"ci-compile={POOL_ID}\n"], "not a Scaleway id like fr-par/<uuid>"),  # `$` matched before it
-        (["--vpc", "fr-par/" + "-" * 36], "not a Scaleway id like fr-par/<uuid>"),
+        (["--cluster", POOL_ID, "--vpc", "fr-par/" + "-" * 36], "not a Scaleway id like fr-par/<uuid>"),
+        (
+            ["--pool", "ci-compile=pl-waw/" + POOL_ID.split("/")[1]],
+            "--pool 'pl-waw/0b5e1f4c-2d7a-4c1e-9a4e-3f1c2b7d9e10': is in pl-waw, not in the stack's region fr-par",
+        ),
+        (["--cluster", "nl-ams/" + POOL_ID.split("/")[1]], "is in nl-ams, not in the stack's region fr-par"),
+        (["--vpc", POOL_ID], "error: --vpc: goes with --cluster"),
+        (["--private-network", POOL_ID, "--pool", f"ci-compile={POOL_ID}"], "error: --private-network: goes with"),
         (
             ["--pool", f"ci-compile={POOL_ID}", "--pool", f"ci-compile={POOL_ID[:-1]}1"],
             f"--pool 'ci-compile': given twice, with ids '{POOL_ID}' and '{POOL_ID[:-1]}1': which one?",

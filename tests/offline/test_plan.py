@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.links import planted_link
 from support.paths import DATA, ROOT
 from support.plans import PlanRun
 
@@ -174,3 +175,42 @@ def test_the_plan_counts_the_gpu_nodes_for_the_quota(
     assert "GPU nodes at once (every GPU pool at max_size, plus an upgrade's surge): 1 L4-1-24G, 1 L40S-1-48G" in (
         dev_plan.out
     )
+
+
+HIDDEN = "\x1b]0;pwned\x07\x1b[2J\u202e\u2066\u200b\u2028\xa0\x85\ufeff"
+"""A window-title escape, BEL, clear-screen, bidi override and isolate, zero-width space, line separator,
+no-break space, NEL (a C1 control) and BOM: none may reach the terminal as it is."""
+
+
+def test_plan_shows_a_variable_value_escaped_as_every_command_does(
+    dev_platform: dict[str, Any], stack_file: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    dev_platform["ci"]["variables"] = {"BANNER": f"train{HIDDEN}ed"}
+    assert main(["plan", "--config", str(stack_file(dev_platform))]) == 0
+    out = capsys.readouterr().out
+    assert not any(char in out for char in HIDDEN if not char.isprintable())
+    assert "train\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\u2066\\u200b\\u2028\\xa0\\x85\\ufeffed" in out
+
+
+def test_plan_out_replaces_a_link_it_finds_and_never_writes_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "plan-out"
+    out.mkdir()
+    (out / "ci-templates.yml").symlink_to(tmp_path / "nowhere")
+    with planted_link(out / "cost.json"):
+        assert main(["plan", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert not (tmp_path / "nowhere").exists() and not (out / "ci-templates.yml").is_symlink()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
+def test_plan_out_refuses_a_folder_that_is_a_link(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = _link(tmp_path / "plan-out", elsewhere)
+    assert main(["plan", "--out", str(link)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: --out {link}: cannot be written: it is a symlink, not followed (--out writes into real folders only)\n"
+    )
+    assert list(elsewhere.iterdir()) == []

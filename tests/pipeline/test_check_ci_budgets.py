@@ -182,3 +182,13 @@ def test_a_wildcard_does_not_enter_a_symlinked_folder(tmp_path: Path) -> None:
     (repo / "ci").symlink_to(outside, target_is_directory=True)
     run = run_command("check-ci", str(repo))
     assert (run.code, run.out) == (1, ".gitlab-ci.yml: include 'ci/*.yml': no such file in the repository\n")
+
+
+@pytest.mark.parametrize("where", ["workflow", "job"])
+def test_thousands_of_rules_that_set_variables_are_over_budget_not_compared_pairwise(
+    tmp_path: Path, where: str
+) -> None:
+    rules = "".join(f"    - {{if: $R{i}, variables: {{N: '{i}'}}}}\n" for i in range(12_000))
+    head = "workflow:\n  rules:\n" if where == "workflow" else "job:\n  script: [x]\n  rules:\n"
+    _write(tmp_path, {".gitlab-ci.yml": head + rules + (JOB if where == "workflow" else "")})
+    _refused(tmp_path, ".gitlab-ci.yml: ", "rules: more than 64 rules that set other variables: not checked")

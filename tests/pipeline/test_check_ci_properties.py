@@ -18,8 +18,10 @@ from support.paths import FIXTURES
 from support.plans import run_command
 
 from infra.cli import check_ci
-from infra.offline.stack_config import StackConfig
-from infra.pipeline.resolve import Reference, read_yaml
+from infra.model.platform import Platform, load_platform
+from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.pipeline.resolve import Reference, read_yaml, resolve_text
+from infra.pipeline.rules import check_resolved
 
 NAMES = [
     ".train-rl-base",
@@ -175,7 +177,22 @@ HOSTILE_NAMES = [
     "x" * 600,
     "job: [a, b]",
 ]
-TAGS = ["kapsule", "gpu", "ci-compile", "ci-training", "docker", "$POOL", "${POOL}", "%POOL%", "$CI_X", TOKEN]
+TAGS = [
+    "kapsule",
+    "gpu",
+    "ci-compile",
+    "ci-training",
+    "docker",
+    "$POOL",
+    "${POOL}",
+    "%POOL%",
+    "$CI_X",
+    TOKEN,
+    "kapsule,gpu",
+    "\tgpu ,",
+    "'ci-training', kapsule",
+    '"a,b',
+]
 VALUES = [
     "8Gi",
     "64Gi",
@@ -207,6 +224,9 @@ INCLUDES = [
 ]
 RESOURCES = ["KUBERNETES_MEMORY_LIMIT", "KUBERNETES_CPU_REQUEST", "KUBERNETES_NODE_SELECTOR_POOL", "POOL", "OTHER"]
 HOSTILE_CHARACTERS = list("ab-\n\t\x00\x07\u2028é")
+variable_blocks = st.dictionaries(
+    st.sampled_from([*RESOURCES, "FF_X", "CUDA_MPS_X"]), st.sampled_from(VALUES), max_size=3
+)
 names = st.sampled_from(HOSTILE_NAMES) | st.text(st.sampled_from(HOSTILE_CHARACTERS), min_size=1, max_size=8)
 templates = st.sampled_from([".train-rl-base", ".train-validate-base", ".t0", ".t1", ".t2", ".t3"])
 
@@ -231,9 +251,15 @@ def hostile_jobs(draw: st.DrawFn, benign: bool) -> dict[str, Any]:
     if draw(st.booleans()):
         job["variables"] = draw(st.dictionaries(st.sampled_from(RESOURCES), st.sampled_from(VALUES), max_size=3))
     if draw(st.booleans()):
+        rules = [{"if": "$X", "when": "never"}, {"when": "always"}, {"changes": ["a"]}, "x", [{"when": "never"}]]
+        job["rules"] = draw(st.lists(st.sampled_from(rules), max_size=2))
+        if draw(st.booleans()):
+            job["rules"].insert(0, {"variables": draw(st.one_of(st.sampled_from(VALUES), variable_blocks))})
+    if draw(st.booleans()):
         job["image"] = draw(st.sampled_from(["python:3.12", "$POOL/x", "rg.fr-par.scw.cloud/gpu-ci/x:1", {"x": 1}]))
     if draw(st.booleans()):
-        job["services"] = draw(st.lists(st.sampled_from(["postgres:16", "{a,b}", 5]), max_size=2))
+        services = ["postgres:16", "{a,b}", 5, {"name": "x", "variables": {"NVIDIA_X": "1"}}, {"variables": [1]}]
+        job["services"] = draw(st.lists(st.sampled_from(services), max_size=2))
     if draw(st.booleans()):
         width = draw(st.integers(1, 40))
         columns = draw(st.lists(st.sampled_from(["POOL", "A", "KUBERNETES_MEMORY_LIMIT"]), min_size=1, max_size=3))
@@ -245,12 +271,16 @@ def hostile_jobs(draw: st.DrawFn, benign: bool) -> dict[str, Any]:
 def hostile_repos(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
     """A pipeline document (and raw YAML appended to it) of hostile pieces: names, extends graphs (cycles, depth),
     variables of every type and nesting, tags through variables, images, matrices, includes of every kind."""
-    document: dict[str, Any] = {"stages": ["build", "train"]}
+    document: dict[Any, Any] = {"stages": ["build", "train"]}  # a key YAML reads as a number too
     benign = draw(st.integers(0, 3)) == 0
     platform = [INCLUDES[9]] if benign or draw(st.integers(0, 3)) else []  # mostly: the templates jobs extend
     others = draw(st.lists(st.sampled_from(INCLUDES), max_size=2)) if not benign and draw(st.booleans()) else []
     if platform or others:
         document["include"] = platform + others
+    if not benign and draw(st.booleans()):
+        document["workflow"] = {"rules": [{"variables": draw(variable_blocks)}, draw(st.sampled_from(VALUES))]}
+    if not benign and draw(st.booleans()):
+        document[draw(st.sampled_from([3.1, 0.5, 5, True, None]))] = draw(hostile_jobs(benign=False))
     if not benign and draw(st.booleans()):
         document["variables"] = draw(st.dictionaries(st.sampled_from(RESOURCES), st.sampled_from(VALUES), max_size=3))
     for index in range(4):  # templates: extends in any direction, so cycles and chains
@@ -307,3 +337,95 @@ def test_hostile_pipelines_get_a_plausible_answer_or_short_error_lines(
         assert violations and errors == [f"{len(violations)} violation(s) in {errors[-1].split()[-2]} jobs"], output
     else:
         assert run.code == 2 and run.out == "" and len(errors) == 1 and errors[0].startswith("error: "), output
+
+
+# --- the same job in other spellings (issue 30): tags as GitLab parses them, guards from every source ---------------
+
+GUARDS = [
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_REQUIRE_CUDA",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "FF_NETWORK_PER_BUILD",
+]
+RUNNER_TAGS = {"ci-compile": ["kapsule", "gpu"], "ci-training": ["kapsule", "ci-training"]}
+PADDING = st.text(st.sampled_from([" ", "\t"]), max_size=2)
+
+
+@st.composite
+def tag_spellings(draw: st.DrawFn, tags: list[str]) -> tuple[list[str], dict[str, str]]:
+    """`tags` written another way GitLab parses back to them: shuffled, padded, grouped by commas (some quoted),
+    with empty pieces, repeated, or given by a variable (named in the returned mapping) holding several."""
+    order = draw(st.permutations(tags))
+    pieces = [draw(PADDING) + (f"'{tag}'" if draw(st.booleans()) else tag) + draw(PADDING) for tag in order]
+    pieces += [tag for tag in tags if draw(st.integers(0, 3)) == 0]
+    groups: list[list[str]] = []
+    for piece in pieces:
+        joined = draw(st.booleans())
+        if groups and joined:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    written = [",".join(group) + ("," * draw(st.integers(0, 2))) for group in groups]
+    variables: dict[str, str] = {}
+    for index, text in enumerate(written):
+        if draw(st.integers(0, 2)) == 0:
+            variables[f"T{index}"] = text
+            written[index] = draw(st.sampled_from([f"$T{index}", f"${{T{index}}}", f"%T{index}%"]))
+    return written, variables
+
+
+@st.composite
+def disarming_jobs(draw: st.DrawFn) -> tuple[dict[str, Any], str, str]:
+    """A pipeline with one job on a GPU runner (tags in another spelling) and a guard variable set in one of the
+    places GitLab puts it in the job's environment; the pool and the guard."""
+    pool = draw(st.sampled_from(sorted(RUNNER_TAGS)))
+    written, tag_variables = draw(tag_spellings(RUNNER_TAGS[pool]))
+    guard, value = draw(st.sampled_from(GUARDS)), draw(st.sampled_from(["all", "0", "false", "none"]))
+    job: dict[str, Any] = {"stage": "build", "script": ["x"], "tags": written}
+    document: dict[str, Any] = {"stages": ["build"]}
+    tag_home = draw(st.sampled_from(["job", "global", "workflow"]))
+    if tag_home == "job":
+        job["variables"] = dict(tag_variables)
+    elif tag_home == "global":
+        document["variables"] = dict(tag_variables)
+    workflow_variables = dict(tag_variables) if tag_home == "workflow" else {}
+    place = draw(st.sampled_from(["job", "global", "rule", "workflow", "service"]))
+    if place == "job":
+        job.setdefault("variables", {})[guard] = value
+    elif place == "global":
+        document.setdefault("variables", {})[guard] = value
+    elif place == "workflow":
+        workflow_variables[guard] = value
+    elif place == "service":
+        job["services"] = [{"name": "rg.fr-par.scw.cloud/gpu-ci/sidecar:1", "variables": {guard: value}}]
+    else:
+        before = draw(st.lists(st.sampled_from([{"if": "$A", "when": "never"}, {"changes": ["x"]}]), max_size=2))
+        rule: dict[str, Any] = {"variables": {guard: value}}
+        if draw(st.booleans()):
+            rule["if"] = draw(st.sampled_from(["$NIGHTLY", '$CI_COMMIT_BRANCH == "main"']))
+        job["rules"] = [*before, rule, {"when": "manual"}]
+    if workflow_variables:
+        document["workflow"] = {"rules": [{"if": "$CI_COMMIT_TAG", "when": "never"}, {"variables": workflow_variables}]}
+    document[draw(st.sampled_from(["report", "eval-x", "smoke"]))] = job
+    return document, pool, guard
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(case=disarming_jobs())
+def test_a_guard_is_found_whatever_the_spelling_of_the_tags_and_the_source_of_the_variable(
+    case: tuple[dict[str, Any], str, str],
+) -> None:
+    """Never "no violation" for a job GitLab puts on a GPU runner with a guard disarmed (tags split, padded, quoted
+    or through variables of the job, the global block or a workflow rule; the guard in the job's, the global, a
+    reachable rule's, a workflow rule's or a service's variables); and check-ci routes it to that runner's pool."""
+    document, pool, guard = case
+    result = check_resolved(resolve_text(yaml.safe_dump(document), "generated.yml"), _dev_platform())
+    lines = [str(v) for v in result.violations]
+    assert any(f"sets {guard}: " in line for line in lines), (document, lines)
+    assert list(result.routes.values()) == [{pool}], result.routes
+
+
+@functools.cache
+def _dev_platform() -> Platform:
+    return load_platform(load_stack_config("dev").get("platform"))

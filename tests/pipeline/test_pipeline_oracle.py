@@ -26,7 +26,7 @@ from infra.model.platform import load_platform
 from infra.pipeline.resolve import resolve_file
 from infra.render.ci_templates import render_ci_templates
 
-COMPARED = ("stage", "tags", "variables", "script", "before_script", "image")
+COMPARED = ("stage", "tags", "variables", "script", "before_script", "image", "rules")
 
 # No `default: tags`: GitLab applies them (tests/pipeline/test_pipeline_resolve.py), gitlab-ci-local ignores them.
 SYNTHETIC = """
@@ -49,7 +49,14 @@ no-defaults: {stage: build, script: [x], inherit: {default: false}}
 some-defaults: {stage: build, script: [x], inherit: {default: [image]}}
 .child: {extends: .sizes}
 after-extends: {stage: build, script: [x], variables: {M: !reference [.child, variables, KUBERNETES_MEMORY_LIMIT]}}
+2.50: {stage: build, script: [x]}
+.25: {stage: build, script: [x]}
+7: {stage: build, script: [x]}
+.nightly: {rules: [{if: $NIGHTLY, variables: {EPOCHS: "2"}}]}
+nested-rules: {stage: build, script: [x], rules: [[!reference [.nightly, rules]], {when: manual}]}
 """
+# Job keys YAML reads as numbers are named as Ruby prints them (`2.5`, `0.25`); rules `!reference`d at any depth
+# are one list.
 # Not compared: a job extending a template whose `variables:` is a `!reference` and adding variables of
 # its own. GitLab extends before it resolves references, so the job's own block replaces the unresolved
 # reference (tests/pipeline/test_pipeline_resolve.py); gitlab-ci-local resolves first and merges both.

@@ -68,7 +68,7 @@ def test_the_pack_project_runs_python_in_its_own_virtualenv() -> None:
     project = yaml.safe_load((POLICY_DIR / "PulumiPolicy.yaml").read_text(encoding="utf-8"))
     assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}
     assert re.fullmatch(r"\d+\.\d+\.\d+", project["version"])
-    pack = requirements.pins(POLICY_DIR / "requirements.txt")
+    pack = requirements.pins(POLICY_DIR / "requirements.in")
     assert set(pack) == {"pulumi", "pulumi-policy"}
     assert pack == {name: requirements.pin(name) for name in pack}  # the versions the tests run
 
@@ -403,8 +403,9 @@ def test_the_policy_config_can_restrict_the_runners_access_level(
 
 
 def test_the_pack_imports_only_what_its_virtualenv_has() -> None:
-    """The pack's venv installs policy/requirements.txt (pulumi, pulumi-policy) and nothing else: every import
-    is the standard library, those two, or PyYAML, which the pulumi SDK itself requires."""
+    """The pack's venv installs policy/requirements.txt (the lock of pulumi, pulumi-policy and what they require)
+    and nothing else: every import is the standard library, pulumi-policy, or PyYAML, which the pulumi SDK itself
+    requires and the lock holds."""
     imported = set()
     for path in [*POLICY_DIR.glob("*.py"), *(POLICY_DIR / "policies").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -415,3 +416,4 @@ def test_the_pack_imports_only_what_its_virtualenv_has() -> None:
     third_party = imported - set(sys.stdlib_module_names) - {"__future__", "policies"}
     assert third_party == {"pulumi_policy", "yaml"}
     assert any(re.match(r"pyyaml\b", r, re.IGNORECASE) for r in importlib.metadata.requires("pulumi") or [])
+    assert "pyyaml" in {entry.name for entry in requirements.locked(POLICY_DIR / "requirements.txt")}

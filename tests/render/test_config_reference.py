@@ -94,6 +94,19 @@ def test_docs_command_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["docs", "--check", "--out", str(out)]) == 1
 
 
+def test_docs_out_replaces_a_link_and_never_writes_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "README.md"
+    target.write_text("# mine\n")
+    out = tmp_path / "reference.md"
+    out.symlink_to(target)
+    assert main(["docs", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert target.read_text() == "# mine\n"
+    assert not out.is_symlink() and out.read_text(encoding="utf-8") == config_reference()
+
+
 def test_a_choice_of_objects_gets_a_section_per_variant() -> None:
     """`gpu_sharing` is one of three shapes, told apart by `strategy`: each has its own table."""
     text = config_reference()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from support.fifo import fifo_with_a_reader
+from support.links import planted_link
 
 from infra.__main__ import main
 from infra.model.platform import load_platform
@@ -176,6 +177,14 @@ def test_timeline_out_writes_regular_files_only(tmp_path: Path, capsys: pytest.C
     (tmp_path / "folder.svg").mkdir()
     assert main(["simulate", "--timeline-out", str(tmp_path / "folder.svg")]) == 2
     assert "folder.svg: cannot be written (it is a directory)" in capsys.readouterr().err
+
+
+def test_timeline_out_replaces_a_link_and_never_writes_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with planted_link(tmp_path / "burst.svg") as link:
+        assert main(["simulate", "--timeline-out", str(link)]) == 0
+    ET.fromstring(link.read_bytes())
 
 
 def _mermaid() -> list[str]:

@@ -22,6 +22,7 @@ _SKIPPED_DIRS = {
     ".hypothesis",
     ".mypy_cache",
     ".ci-tools",
+    ".lock-venv",
 }
 _TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".json", ".cfg", ".sh", ""}
 

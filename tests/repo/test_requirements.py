@@ -1,9 +1,10 @@
-"""requirements.txt is what `pulumi up` installs: the program's imports and nothing the offline tools add.
+"""requirements.in asks for what `pulumi up` needs: the program's imports and nothing the offline tools add.
 
 Read from the source: every module `__main__.py` reaches through import statements (module level, inside
 functions, under TYPE_CHECKING: more than one stack's run would load), and what those import from outside
-the project and the standard library, mapped to the installed distributions. That is exactly the runtime file,
-less `tzdata` (data `zoneinfo` reads where the image has no system time zones).
+the project and the standard library, mapped to the installed distributions. That is exactly the runtime
+`.in` file, less `tzdata` (data `zoneinfo` reads where the image has no system time zones). Its lock,
+requirements.txt, adds what those require (tests/repo/test_locks.py).
 """
 
 from __future__ import annotations
@@ -15,18 +16,14 @@ from support import imports, requirements
 from support.paths import ROOT
 
 DATA_ONLY = {"tzdata"}
-# the import names of the packages pinned only in requirements-dev.txt (stub-only packages have none)
-DEV_IMPORTS = {
-    "ruamel.yaml": "ruamel",
-    "python-gitlab": "gitlab",
-    "pulumi-policy": "pulumi_policy",
-    "pytest": "pytest",
-    "hypothesis": "hypothesis",
-    "ruff": "ruff",
-    "check-jsonschema": "check_jsonschema",
-    "pytest-xdist": "xdist",
-    "mypy": "mypy",
-}
+
+
+def _dev_only_imports() -> set[str]:
+    """The import names that only packages asked for in requirements-dev.in give (stub-only packages give none;
+    a namespace shared with a runtime package, `google`, is not counted)."""
+    dev_only = {_normal(name) for name in requirements.pins(requirements.DEV_IN, follow_includes=False)}
+    distributions = importlib.metadata.packages_distributions()
+    return {name for name, dists in distributions.items() if {_normal(d) for d in dists} <= dev_only}
 
 
 def _program_modules() -> dict[str, set[str]]:
@@ -70,18 +67,21 @@ def test_the_program_imports_exactly_the_runtime_pins() -> None:
     assert all(p in reached for m in reached for p in _prefixes(m)[:-1])  # every parent package ran too
     assert not any(m.startswith(("infra.offline", "infra.cli", "infra.workload", "policy")) for m in reached)
     third = _third_party(reached)
-    dev = {name: sorted(third[name]) for name in DEV_IMPORTS.values() if name in third}
+    dev_imports = _dev_only_imports()
+    assert {"gitlab", "ruamel", "requests", "pytest", "pytest_timeout", "mypy"} <= dev_imports
+    dev = {name: sorted(third[name]) for name in dev_imports if name in third}
     assert dev == {}  # a dev-only package the program imports: `pulumi up` would fail on ImportError
     distributions = importlib.metadata.packages_distributions()
     imported = {_normal(d) for name in third for d in distributions.get(name, [name])}
-    runtime = {_normal(name) for name in requirements.pins(requirements.RUNTIME)}
+    runtime = {_normal(name) for name in requirements.pins(requirements.RUNTIME_IN)}
     assert imported == runtime - DATA_ONLY
 
 
-def test_the_dev_file_adds_tools_on_top_of_the_runtime_and_repins_nothing() -> None:
-    runtime = requirements.pins(requirements.RUNTIME)
-    dev_only = requirements.pins(requirements.DEV, follow_includes=False)
-    assert "-r requirements.txt" in requirements.DEV.read_text(encoding="utf-8").splitlines()
+def test_the_dev_in_file_adds_tools_on_top_of_the_runtime_and_repins_nothing() -> None:
+    runtime = requirements.pins(requirements.RUNTIME_IN)
+    dev_only = requirements.pins(requirements.DEV_IN, follow_includes=False)
+    assert "-r requirements.in" in requirements.DEV_IN.read_text(encoding="utf-8").splitlines()
     assert not set(runtime) & set(dev_only)
+    installed = {_normal(d) for dists in importlib.metadata.packages_distributions().values() for d in dists}
     stubs = {name for name in dev_only if name.startswith("types-")}
-    assert set(dev_only) - stubs == set(DEV_IMPORTS)
+    assert {_normal(name) for name in dev_only} - installed <= {_normal(name) for name in stubs}

@@ -9,12 +9,14 @@ from __future__ import annotations
 import copy
 import io
 import json
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fifo import fifo_with_a_reader
 
 from infra.__main__ import main
 from infra.cloud.names import T
@@ -146,6 +148,12 @@ def test_a_file_that_is_no_plan_is_one_line(
     assert _one_error(capsys).startswith(f"{bad}: {expected}")
 
 
+def _socket(path: Path) -> None:
+    """A bound Unix socket at `path` (closed again: the file stays, as a socket)."""
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(path))
+
+
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
@@ -153,8 +161,10 @@ def test_a_file_that_is_no_plan_is_one_line(
         (lambda p: p.write_bytes(b'{"resources": [], "x": "\xff"}'), "head.json:1: not UTF-8 text (byte 0xff)"),
         (lambda p: p.write_bytes(b" " * (16 << 20) + b"{}"), "larger than 16384 KiB, not a plan file"),
         (lambda p: p.symlink_to("/dev/zero"), "is not a regular file (a device, pipe or socket): not read"),
+        (lambda p: p.symlink_to("/proc/self/status"), "its size says other than what it holds (a /proc or /sys entry"),
+        (_socket, "is not a regular file (a device, pipe or socket): not read"),
     ],
-    ids=["directory", "not-utf8", "too-large", "device"],
+    ids=["directory", "not-utf8", "too-large", "device", "proc-entry", "socket"],
 )
 def test_a_file_that_cannot_be_read_is_one_line(
     make: Callable[[Path], Any], expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -163,6 +173,28 @@ def test_a_file_that_cannot_be_read_is_one_line(
     make(bad)
     assert main(["plan-diff", str(good), str(bad)]) == 2
     assert expected in _one_error(capsys)
+
+
+@pytest.mark.parametrize("source", ["/proc/self/environ", "/proc/self/cmdline", "/proc/version"])
+def test_mr_note_reads_no_proc_or_sys_entry_and_shows_no_environment_credential(
+    source: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCW_SECRET_KEY", "9b2f6c1e-0d4a-4e8b-b7c3-5a6d7e8f9a0b")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "q8Zr+4vHkLmN0pQ2sT5uW7xY9aB1cD3eF6gH8iJ0")
+    assert main(["mr-note", "--plan-diff", source, "--dry-run", "--stack", "dev"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "9b2f6c1e" not in captured.err and "q8Zr" not in captured.err
+    [line] = captured.err.splitlines()
+    assert line == f"error: {source}: is not a regular file: its size says other than what it holds (a /proc or " + (
+        "/sys entry, made as it is read, or a file being written): not read"
+    )
+
+
+def test_mr_note_refuses_a_named_pipe_without_waiting_on_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with fifo_with_a_reader(tmp_path / "diff.fifo") as fifo:
+        assert main(["mr-note", "--plan-diff", str(fifo), "--dry-run", "--stack", "dev"]) == 2
+    assert "is not a regular file (a device, pipe or socket): not read" in _one_error(capsys)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infra.review.markdown import code, fenced, first_control, hidden, link, text, visible
+from infra.review.markdown import code, fenced, hidden, link, text
+from infra.untrusted import first_hidden, printable
 
 HOSTILE = [
     "@all",
@@ -92,10 +93,10 @@ PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 @pytest.mark.parametrize("value", HOSTILE)
 def test_a_hostile_value_in_prose_renders_as_itself_and_nothing_more(value: str) -> None:
     escaped = text(value)
-    assert "\n" not in escaped and first_control(escaped) is None
+    assert "\n" not in escaped and first_hidden(escaped) is None
     assert _unescaped(escaped, "@#!~%$&^<>[]|`*{}") == []
     shown, spans = _rendered(escaped)
-    assert shown == visible(value).strip(" ")
+    assert shown == printable(value, None).strip(" ")
     assert all("://" in span for span in spans)  # only addresses become code spans
     assert not re.match(r"[-+=]|[0-9]{1,9}[.)]( |$)", escaped)  # no list, rule or setext underline of its own
 
@@ -148,19 +149,19 @@ def test_the_hidden_marker_cannot_be_left() -> None:
 
 
 def test_control_characters_are_shown_not_sent() -> None:
-    assert visible("a\x1b[2Jb\x00\u202e\u2028\ud800") == "a\\x1b[2Jb\\x00\\u202e\\u2028\\ud800"
-    assert visible("keep\ttabs\nand lines", keep="\n\t") == "keep\ttabs\nand lines"
-    assert visible("déjà vu, 東京, ✓") == "déjà vu, 東京, ✓"
+    assert printable("a\x1b[2Jb\x00\u202e\u2028\ud800", None) == "a\\x1b[2Jb\\x00\\u202e\\u2028\\ud800"
+    assert printable("keep\ttabs\nand lines", None, keep="\n\t") == "keep\ttabs\nand lines"
+    assert printable("déjà vu, 東京, ✓", None) == "déjà vu, 東京, ✓"
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12)), max_size=6).map("".join))
 def test_any_text_renders_as_itself_on_one_line(value: str) -> None:
     escaped = text(value)
-    assert "\n" not in escaped and first_control(escaped) is None
+    assert "\n" not in escaped and first_hidden(escaped) is None
     assert _unescaped(escaped, "@#!~%$&^<>[]|`*{}") == []
     shown, spans = _rendered(escaped)
-    assert shown == visible(value).strip(" ") and all("://" in span for span in spans)
+    assert shown == printable(value, None).strip(" ") and all("://" in span for span in spans)
     span = code(value)
     fence = re.match(r"`+", span)
     assert fence is not None and "\n" not in span

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import html
+import json
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.paths import DATA
 
 from infra.review.note import (
     NoteInput,
     PreviewSummary,
+    burst_chart,
     clip,
     fenced,
     has_something_to_say,
@@ -15,6 +24,8 @@ from infra.review.note import (
     render_note,
     summarize,
 )
+from infra.sim.burst import BurstTimeline
+from infra.untrusted import printable
 
 # Shaped after pulumi's diff display (pkg/backend/display): `    <prefix><n> to <op>` per operation, then
 # `    <n> changes. <m> unchanged` when several kinds of change occur.
@@ -131,3 +142,42 @@ def test_no_changes_note_replaces_a_stale_diff() -> None:
     body = render_no_changes(NoteInput("dev", "Resources:\n    8 unchanged\n", commit="abc12345"))
     assert body.startswith(marker("dev") + "\n")
     assert "No infrastructure changes as of commit `abc12345`: `pulumi preview` reports 8 unchanged." in body
+
+
+# --- a `<summary>` line is HTML, where Markdown's escapes and code spans protect nothing ---
+
+_GOLDEN_BURST = json.loads((DATA / "golden" / "plan-dev.json").read_text())["outputs"]["cost"]["burst"]
+_OUR_TAGS = re.compile(r"</?(?:summary|code)>")
+
+
+def _summary_line(pipeline: str) -> str:
+    burst = dataclasses.replace(BurstTimeline.from_json(_GOLDEN_BURST), pipeline=pipeline)
+    (line,) = [line for line in burst_chart("head", burst) if line.startswith("<summary>")]
+    return line
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "deploy</summary></details><script>alert(document.domain)</script>",
+        'x" onmouseover="alert(1)',
+        "<img src=x onerror=alert(2)>@group/team #12 !3 ~bug &epic",
+        "a\n\n# heading\n@all",
+        "`</summary>`<svg onload=alert(3)>",
+    ],
+)
+def test_a_pipeline_name_on_the_summary_line_stays_text_inside_code(pipeline: str) -> None:
+    line = _summary_line(pipeline)
+    outside = _OUR_TAGS.sub("", line)
+    assert "<" not in outside and ">" not in outside and '"' not in outside  # no element, no attribute of its own
+    spans = re.findall(r"<code>(.*?)</code>", line)
+    assert [html.unescape(span) for span in spans] == [printable(pipeline, None)]  # the whole name, as text
+    assert not re.search(r"[@#!~&]", re.sub(r"<code>.*?</code>", "", line).replace("&lt;", "").replace("&gt;", ""))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.text(max_size=40))
+def test_any_pipeline_name_leaves_the_summary_line_one_summary(pipeline: str) -> None:
+    line = _summary_line(pipeline)
+    assert "\n" not in line and line.count("<summary>") == 1 and line.endswith("</summary>")
+    assert "<" not in _OUR_TAGS.sub("", line)

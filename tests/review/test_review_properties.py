@@ -28,8 +28,9 @@ from support.plans import CommandRun, run_command
 
 from infra.cloud.names import T
 from infra.review.delta import render_delta
-from infra.review.markdown import first_control, link, visible
+from infra.review.markdown import link
 from infra.review.note import NoteInput, clean, clip, marker, render_note
+from infra.untrusted import first_hidden, printable
 
 SETTINGS = settings(max_examples=30, derandomize=True, deadline=None)
 """For the commands, run in-process: each example writes files and reads them back."""
@@ -188,14 +189,14 @@ def _assert_short_errors(run: CommandRun, names: list[str]) -> None:
     assert lines, "an exit code without a reason"
     for line in lines:
         assert line.startswith("error: ") and len(line) <= MAX_ERROR, line
-        assert "Traceback" not in line and first_control(line) is None
+        assert "Traceback" not in line and first_hidden(line) is None
     assert any(lines[0].startswith(f"error: {name}") for name in names), lines[0]
 
 
 def _assert_clean_output(run: CommandRun) -> None:
     assert SENTINEL not in run.out + run.err
     for line in (run.out + run.err).splitlines():
-        assert first_control(line, allowed="\t") is None, line
+        assert first_hidden(line, allowed="\t") is None, line
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -417,9 +418,9 @@ def test_hostile_values_cannot_ping_or_restructure_the_note(
     )
     body = render_note(note)
     blocks = _assert_safe_note(body, marker("dev", "offline" if offline else "preview"), job_url)
-    expected = [visible(clip(clean(note.text))[0], keep="\n\t")]
+    expected = [printable(clip(clean(note.text))[0], None, keep="\n\t")]
     if note.report:
-        expected.append(visible(clip(note.report)[0], keep="\n\t"))
+        expected.append(printable(clip(note.report)[0], None, keep="\n\t"))
     if warnings:
-        expected.append(visible(clip("\n".join(f"- {w}" for w in warnings))[0], keep="\n\t"))
+        expected.append(printable(clip("\n".join(f"- {w}" for w in warnings))[0], None, keep="\n\t"))
     assert blocks == expected  # each value stays inside its own block, whole

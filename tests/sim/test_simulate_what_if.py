@@ -3,6 +3,7 @@ current one, without touching the stack file; a bad `--set` is one `error:` line
 
 from __future__ import annotations
 
+import base64
 import copy
 from fractions import Fraction
 from pathlib import Path
@@ -138,6 +139,20 @@ def test_without_set_the_output_is_unchanged(capsys: pytest.CaptureFixture[str])
             + "'… is not a YAML value (nested",
         ),
         ("pools.ci-training.max_size=" + "9" * 20_000, "error: --set pools.ci-training.max_size=999"),
+        (  # base64 hid a token from the credential scan, and the Changed: line printed it
+            "registry.namespace=!!binary " + base64.b64encode(b"glptt-" + b"7Hq" * 8).decode(),
+            "error: --set registry.namespace=…: the value is bytes (YAML's !!binary), which no setting takes",
+        ),
+        ("runner.tags=!!set {kapsule: null}", "error: --set runner.tags=…: the value is a set (YAML's !!set)"),
+        (
+            "ci.stage=!!timestamp 2026-12-01",
+            "error: --set ci.stage=…: the value is a date or time (YAML's !!timestamp)",
+        ),
+        (  # 2,000 parts nested the spec past Python's recursion limit
+            ".".join(["pools"] * 1500) + ".max_size=1",
+            "error: --set pools.pools.",
+        ),
+        ("a." * 16 + "b=1", "error: --set " + "a." * 16 + "b=1: a key of 17 parts (at most 16"),
         (
             "pools.\x1b[2Jci=1",
             "error: --set pools.\\x1b[2Jci=1: the changed spec is refused: platform.pools.'\\x1b[2Jci'=1: ",

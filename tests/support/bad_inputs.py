@@ -772,7 +772,8 @@ HARDENING_CASES = [
     Bad(
         "allowed-image-newline",
         set_("runner", "allowed_images", value=["python:3\n"]),
-        "platform.runner.allowed_images.0='python:3\\n': not an image reference or glob (1-255 characters, no spaces)",
+        "platform.runner.allowed_images.0='python:3\\n': not an image reference or glob (1-255 characters, no spaces, "
+        "no braces: Helm's tpl would run a {{ }})",
     ),
 ]
 """The fuzz findings: trailing newlines, hangs, tracebacks, absurd numbers, unit slips, credentials in clear,
@@ -937,4 +938,138 @@ NEWER_KEY_CASES = [
 and images gpu-ci creates: each refused at its key before any resource."""
 
 
-ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES, *GUARD_CASES, *NEWER_KEY_CASES]
+_NUMBERS = "unquoted, YAML and Pulumi read 1.30 as the number 1.3, 0755 as 493 and 1_000 as 1000"
+
+
+def _a_number(key: str) -> str:
+    return f'is a number, and this key takes text: quote it as you typed it ({key}: "..."); {_NUMBERS}'
+
+
+_SECRET_UUID = "0c4e2a9f-7d31-4b8e-a5f6-9e8d7c6b5a40"
+
+INPUT_CLASS_CASES = [
+    Bad(
+        "kubernetes-version-a-number",
+        set_("cluster", "version", value=1.4),
+        "platform.cluster.version=1.4: " + _a_number("version"),
+    ),
+    Bad(
+        "runner-tag-a-number",
+        set_("runner", "tags", value=["kapsule", 2.5]),
+        "platform.runner.tags.1=2.5: " + _a_number("tags"),
+    ),
+    Bad(
+        "ci-variable-an-octal-mode",
+        set_("ci", "variables", value={"UMASK": 18}),
+        "platform.ci.variables.UMASK=18: " + _a_number("UMASK"),
+    ),
+    Bad(
+        "profile-variable-a-float",
+        lambda p: p["profiles"]["rl"]["variables"].update(TORCH_VERSION=2.4),
+        "platform.profiles.rl.variables.TORCH_VERSION=2.4: " + _a_number("TORCH_VERSION"),
+    ),
+    Bad(
+        "family-a-number",
+        set_("profiles", "rl", "families", value=["dqn", 511]),
+        "platform.profiles.rl.families.1=511: " + _a_number("families"),
+    ),
+    Bad(
+        "pool-key-a-number",
+        lambda p: p["pools"].update({7: p["pools"].pop("system")}),
+        'platform.pools.7=7: is a number as a key, where a name belongs: quote it ("7":); ' + _NUMBERS,
+    ),
+    Bad(
+        "name-a-boolean",
+        set_("cluster", "name", value=False),
+        'platform.cluster.name=false: is a boolean, and this key takes text: quote it (name: "..."); unquoted, YAML '
+        "reads yes, no, on, off, true and false as booleans",
+    ),
+    Bad(
+        "stage-null",
+        set_("ci", "stage", value=None),
+        "platform.ci.stage=null: is null, and this key takes text: quote it, or leave the key out; unquoted, YAML "
+        "reads ~ and null as null",
+    ),
+    Bad(
+        "duration-a-number",
+        set_("runner", "job_timeout", value=7200),
+        "platform.runner.job_timeout=7200: is a number, and a duration has its unit: write 7200s, or 5m, 1h, 3h30m",
+    ),
+    Bad(
+        "duration-with-a-full-width-digit",
+        set_("cluster", "autoscaler", "scale_down_delay_after_add", value="\uff17m"),
+        "platform.cluster.autoscaler.scale_down_delay_after_add='\uff17m': not a duration like 5m, 300s, 1h or 3h30m",
+    ),
+    Bad(
+        "version-with-devanagari-digits",
+        set_("cluster", "version", value="\u0967.\u0969\u096c"),
+        "platform.cluster.version='\u0967.\u0969\u096c': not a Kubernetes version like 1.35 or 1.35.3",
+    ),
+    Bad(
+        "chart-version-with-a-bengali-digit",
+        set_("runner", "chart_version", value="0.8\u09ec.0"),
+        "platform.runner.chart_version='0.8\u09ec.0': not a chart version like 0.86.0 (pin an exact version)",
+    ),
+    Bad(
+        "node-type-in-scaleway-s-own-spelling",
+        set_("pools", "ci-training", "node_type", value="l40s_1_48g"),
+        "platform.pools.ci-training.node_type='l40s_1_48g': is L40S-1-48G to Scaleway, which compares node types "
+        "ignoring case, and '-' and '_' alike: write L40S-1-48G",
+    ),
+    Bad(
+        "node-type-override-spelled-otherwise",
+        set_("node_types", value={"pro2-xxs": {"eur_per_hour": 0.1}}),
+        "platform.node_types.pro2-xxs='pro2-xxs': is PRO2-XXS to Scaleway, which compares node types ignoring case, "
+        "and '-' and '_' alike: write PRO2-XXS",
+    ),
+    Bad(
+        "node-type-override-with-a-tab",
+        set_("node_types", value={"PRO2-XXS\t": {"eur_per_hour": 0.1}}),
+        "platform.node_types.'PRO2-XXS\\t'='PRO2-XXS\\t': not a node type name (letters, digits, '-' and '_')",
+    ),
+    Bad(
+        "default-image-a-helm-template",
+        set_("runner", "default_image", value="busybox:{{ .Release.Name }}"),
+        "platform.runner.default_image='busybox:{{ .Release.Name }}': not an image reference like "
+        "registry.k8s.io/pause:3.10 (host/path:tag or @sha256:digest; no scheme, no user:password@, no glob)",
+    ),
+    Bad(
+        "allowed-image-a-helm-template",
+        set_("runner", "allowed_images", value=["registry.example.com/{{ .Values.x }}:*"]),
+        "platform.runner.allowed_images.0='registry.example.com/{{ .Values.x }}:*': not an image reference or glob "
+        "(1-255 characters, no spaces, no braces: Helm's tpl would run a {{ }})",
+    ),
+    Bad(
+        "scaleway-secret-key-under-another-name",
+        set_("ci", "variables", value={"OBJECT_STORE_SK": _SECRET_UUID}),
+        "platform.ci.variables.OBJECT_STORE_SK=<redacted>: looks like a Scaleway secret key (a UUID, in a variable "
+        "whose name does not end in _ID): a plain value is printed by plan and written in clear; store it with "
+        "`pulumi config set --secret object_store_sk ...` and write {secret: object_store_sk}",
+    ),
+    Bad(
+        "kubeconfig-client-key-in-a-profile-variable",
+        lambda p: p["profiles"]["rl"]["variables"].update(KCFG="client-key-data: LS0tLS1CRUdJTiBFQyBQUklWQVRF"),
+        "platform.profiles.rl.variables.KCFG=<redacted>: looks like a base64 PEM block (a kubeconfig's "
+        "client-key-data): profile variables are committed in clear into the templates file; make it a "
+        "platform.ci.variables entry with {secret: kcfg}",
+    ),
+    Bad(
+        "bytes-holding-a-deploy-token",
+        set_("registry", "namespace", value=b"gldt-" + b"Q7" * 10),
+        "platform.registry.namespace=<redacted>: is bytes (YAML's !!binary) holding a GitLab token: the stack file is "
+        "committed in clear and plan prints it; a credential belongs in a stack secret (`pulumi config set --secret "
+        "<key>`), never in the platform spec",
+    ),
+    Bad(
+        "a-set-where-a-list-belongs",
+        set_("runner", "pool_tags", value={"kapsule"}),
+        "platform.runner.pool_tags=…: is a set (YAML's !!set), which no setting takes: write the value as text, a "
+        "number or a list",
+    ),
+]
+"""Issue 30's input classes: a number, boolean or null where text belongs (never converted), digits of other
+scripts, node types Scaleway reads as another's, Helm templates in images, credentials by shape, YAML types no
+stack config holds: each refused at its key, with values other than the issue's reproductions."""
+
+
+ALL_CASES = [*SPEC_CASES, *RUNNER_CI_CASES, *HARDENING_CASES, *GUARD_CASES, *NEWER_KEY_CASES, *INPUT_CLASS_CASES]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from infra.catalog import BUILTIN_CATALOG
+from infra.catalog import BUILTIN_CATALOG, NODE_TYPE_NAME
 from infra.config.base import (
     is_dns_label,
     label_key_problem,
@@ -31,7 +31,15 @@ def infrastructure_problems(spec: PlatformSpec) -> list[Problem]:
 def _catalog_problems(spec: PlatformSpec) -> list[Problem]:
     problems = []
     for name, override in sorted(spec.node_types.items()):
-        if name not in BUILTIN_CATALOG:
+        if not NODE_TYPE_NAME.fullmatch(name):
+            problems.append(
+                Problem(key_path("node_types", name), name, "not a node type name (letters, digits, '-' and '_')")
+            )
+        elif known := BUILTIN_CATALOG.spelled(name):
+            problems.append(_spelled_otherwise(("node_types", name), name, known))
+        elif (known := spec.catalog.spelled(name)) and known < name:  # two new types, one to Scaleway: said once
+            problems.append(_spelled_otherwise(("node_types", name), name, f"node_types.{known}", "keep one"))
+        elif name not in BUILTIN_CATALOG:
             missing = override.missing_for_new_type()
             if missing:
                 problems.append(
@@ -42,6 +50,17 @@ def _catalog_problems(spec: PlatformSpec) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def _spelled_otherwise(path: tuple[str, ...], name: str, known: str, fix: str = "") -> Problem:
+    """`name` is the node type `known` to Scaleway (case and `-`/`_` aside): one type, one spelling, so that
+    its figures are never defined twice (docs/config-limits.md)."""
+    return Problem(
+        key_path(*path),
+        name,
+        f"is {known} to Scaleway, which compares node types ignoring case, and '-' and '_' alike: "
+        f"{fix or 'write ' + known}",
+    )
 
 
 def _cluster_problems(spec: PlatformSpec) -> list[Problem]:
@@ -77,6 +96,8 @@ def _pool_problems(spec: PlatformSpec, name: str) -> list[Problem]:
                 "and part of the runner's node-selector regex)",
             )
         ]
+    if pool.node_type not in spec.catalog and (known := spec.catalog.spelled(pool.node_type)):
+        return [_spelled_otherwise((*path, "node_type"), pool.node_type, known)]
     if pool.node_type not in spec.catalog:
         close = difflib.get_close_matches(pool.node_type, spec.catalog.names(), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(spec.catalog.names())}"

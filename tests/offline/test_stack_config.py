@@ -1,0 +1,215 @@
+"""The stack-file loader against issue 30's classes: a number where text belongs is refused at its key (never
+made text), YAML types no stack config holds and scalars YAML 1.1 and 1.2 read apart are refused at their line,
+and keys that collapse into one once read are refused naming both. Values other than the issue's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.paths import ROOT
+
+from infra.__main__ import main as cli_main
+from infra.config.errors import SpecError
+from infra.model.platform import load_platform
+from infra.offline.stack_config import StackFileError, load_stack_config
+
+DEV = json.loads(json.dumps(load_stack_config("dev").get("platform")))
+PLACE = "@@RAW@@"
+
+
+def _stack(tmp_path: Path, platform: Any, raw: str = "") -> Path:
+    """A stack file holding `platform` as JSON (which is YAML), where the string PLACE becomes `raw` unquoted."""
+    text = json.dumps({"config": {"gpu-ci:platform": platform}}, indent=2).replace(f'"{PLACE}"', raw)
+    path = tmp_path / "Pulumi.probe.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _with(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    platform = json.loads(json.dumps(DEV))
+    node = platform
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return platform
+
+
+TEXT_FIELDS = [
+    ("cluster", "version"),
+    ("cluster", "name"),
+    ("runner", "chart_version"),
+    ("runner", "namespace"),
+    ("ci", "stage"),
+    ("profiles", "rl", "variables", "HYPEROPT_EPOCHS"),
+    ("profiles", "supervised", "families", 0),
+    ("runner", "tags", 1),
+    ("gitlab", "project"),
+]
+"""Text fields of the dev spec, where YAML's numbers land when a value is not quoted."""
+NUMBER_SPELLINGS = ["1.40", "2.10", "0644", "0x2A", "0b101", "7_500", "2.0e+2", "+3", "-0", ".25", "-.inf"]
+"""Unquoted numbers PyYAML and YAML 1.2 both read as numbers (the issue's: 1.30, 3.10, 0755, 0x1F, 1_000, 1.0e+3)."""
+
+
+@pytest.mark.parametrize("spelling", NUMBER_SPELLINGS)
+@pytest.mark.parametrize("field", TEXT_FIELDS, ids=[".".join(map(str, f)) for f in TEXT_FIELDS])
+def test_a_number_in_a_text_field_is_refused_at_its_key_never_converted(
+    tmp_path: Path, field: tuple[str | int, ...], spelling: str
+) -> None:
+    config = load_stack_config("probe", ROOT, _stack(tmp_path, _with(field, PLACE), spelling))
+    with pytest.raises(SpecError) as caught:
+        load_platform(config.get("platform"))
+    (line,) = str(caught.value).splitlines()
+    key = ".".join(["platform", *map(str, field)])
+    assert line.startswith(f"{key}="), line
+    assert "is a number, and this key takes text: quote it as you typed it" in line
+
+
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [("on", "a boolean here and as text"), ("No", "a boolean here and as text"), ("1e3", "text here and as a number")],
+)
+def test_what_yaml_1_1_and_1_2_read_apart_is_refused_at_its_line_and_key(tmp_path: Path, raw: str, what: str) -> None:
+    path = _stack(tmp_path, _with(("ci", "stage"), PLACE), raw)
+    with pytest.raises(StackFileError) as caught:
+        load_stack_config("probe", ROOT, path)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if f'"stage": {raw}' in text)
+    assert str(caught.value) == (
+        f"{path.name}:{line}: {raw} at config.gpu-ci:platform.ci.stage unquoted is read as {what} by Pulumi: quote it"
+    )
+
+
+YAML_SPELLINGS = {
+    "0o17": "a number",
+    "-.5": "a number",
+    "1.5e3": "a number",
+    "08": "a number",
+    "0X1F": "a number",
+    "+.5": "a number",
+    "YES": "text",
+    "off": "text",
+    "y": "a boolean",
+}
+
+
+@pytest.mark.parametrize(("raw", "there"), YAML_SPELLINGS.items())
+def test_every_spelling_read_apart_says_how_each_reads_it(tmp_path: Path, raw: str, there: str) -> None:
+    with pytest.raises(StackFileError) as caught:
+        load_stack_config("probe", ROOT, _stack(tmp_path, _with(("cluster", "name"), PLACE), raw))
+    assert f"and as {there}" in str(caught.value)
+    assert str(caught.value).endswith(": quote it")
+
+
+@pytest.mark.parametrize(
+    ("raw", "tag"),
+    [
+        ("!!binary Z2xwYXQtWHl6MTIzNDU2Nzg5MGFiY2RlZg==", "!!binary"),
+        ("!!set {a: null}", "!!set"),
+        ("!!omap [{a: 1}]", "!!omap"),
+        ("!!pairs [{a: 1}]", "!!pairs"),
+        ("!!python/tuple [1, 2]", "!!python/tuple"),
+        ("!gpu-ci 1", "!gpu-ci"),
+    ],
+)
+def test_a_yaml_type_no_stack_config_holds_is_one_line_at_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], raw: str, tag: str
+) -> None:
+    path = _stack(tmp_path, _with(("registry", "namespace"), PLACE), raw)
+    assert cli_main(["plan", "--json", "--config", str(path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {path.name}:"), line
+    assert f"{tag} at config.gpu-ci:platform.registry.namespace makes a value no stack config holds" in line
+    assert "glpat-" not in line and "Z2xwYXQt" not in line
+
+
+def test_a_binary_mapping_key_is_refused_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "Pulumi.probe.yaml"
+    path.write_text("config:\n  gpu-ci:platform:\n    pools:\n      ? !!binary Y2ktZ3B1\n      : {}\n")
+    assert cli_main(["plan", "--json", "--config", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {path.name}:4: !!binary at config.gpu-ci:platform.pools makes a value no stack config holds (Pulumi "
+        "hands the program JSON): write text, a number, a boolean, a list or a mapping\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "read"),
+    [
+        ("7", "0o7", None),
+        ("9", '"9"', "'9'"),
+        ("0x10", "16", "'16'"),
+        ("true", "TRUE", "'true'"),
+        ("1.0", "1.00", "'1.0'"),
+    ],
+)
+def test_two_keys_that_are_one_once_read_are_refused_naming_both(
+    tmp_path: Path, first: str, second: str, read: str | None
+) -> None:
+    path = tmp_path / "Pulumi.probe.yaml"
+    path.write_text(f"config:\n  gpu-ci:platform:\n    pools:\n      {first}: {{}}\n      {second}: {{}}\n")
+    with pytest.raises(StackFileError) as caught:
+        load_stack_config("probe", ROOT, path)
+    message = str(caught.value)
+    if read is None:  # 0o7 is text to PyYAML and a number to Pulumi: refused as such before the keys are compared
+        assert message.startswith(f"{path.name}:5: 0o7 at config.gpu-ci:platform.pools unquoted is read as text")
+    elif first.strip('"') == second.strip('"'):
+        assert message == f"{path.name}:5: duplicate key {read}"
+    else:
+        assert message == (
+            f"{path.name}:5: duplicate key '{first}' (line 4) and '{second}', both read as {read}: keep one"
+        )
+
+
+def test_a_short_key_beside_its_namespaced_twin_is_refused_naming_both(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.probe.yaml"
+    path.write_text("config:\n  gitlab:baseUrl: https://gitlab.com/api/v4/\n  gpu-ci:slo: 1\n  slo: 2\n")
+    with pytest.raises(StackFileError) as caught:
+        load_stack_config("probe", ROOT, path)
+    assert str(caught.value) == f"{path.name}:4: 'slo' and 'gpu-ci:slo' (line 3) are both gpu-ci:slo: keep one"
+
+
+def test_numeric_keys_reach_the_program_as_text_as_json_has_them(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.probe.yaml"
+    path.write_text("config:\n  gpu-ci:labels: {8: a, true: b, null: c}\n")
+    config = load_stack_config("probe", ROOT, path)
+    assert config.get("labels") == {"8": "a", "true": "b", "null": "c"}
+    assert json.loads(config.as_pulumi_config()["gpu-ci:labels"]) == config.get("labels")
+
+
+SCALARS = st.one_of(
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(repr),
+    st.sampled_from(["yes", "off", "~", "null", "0o7", "0b1", "0x1f", "1_0", ".5", "1e2", "2024-01-02", "1:30"]),
+    st.text(alphabet="0123456789._-+eExob:", min_size=1, max_size=8),
+    st.sampled_from(["!!binary YWJj", "!!set {a: null}", "!!float 1", "!!str 1", "!!int 7", "!x y"]),
+)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(raw=SCALARS, field=st.sampled_from(TEXT_FIELDS))
+def test_any_unquoted_scalar_in_a_text_field_is_refused_or_reaches_the_spec_as_the_json_pulumi_sends(
+    tmp_path_factory: pytest.TempPathFactory, raw: str, field: tuple[str | int, ...]
+) -> None:
+    """Whatever YAML makes of it: one line (the file's or the spec's), or the value JSON would carry; never a
+    traceback, and never a number silently turned into text."""
+    path = _stack(tmp_path_factory.mktemp("s"), _with(field, PLACE), raw)
+    try:
+        config = load_stack_config("probe", ROOT, path)
+    except StackFileError as err:
+        assert str(err).startswith(path.name) and "\n" not in str(err)
+        return
+    platform = config.get("platform")
+    assert json.loads(config.as_pulumi_config()["gpu-ci:platform"]) == platform  # JSON round-trips it
+    value: Any = platform
+    for part in field:
+        value = value[part]
+    try:
+        load_platform(platform)
+    except SpecError as err:
+        assert all(line.startswith("platform") for line in str(err).splitlines())
+        if not isinstance(value, str):
+            assert any(line.startswith(".".join(["platform", *map(str, field)])) for line in str(err).splitlines())
