@@ -4,9 +4,13 @@ Everything that can fail or take time (validation, the derived model, the capaci
 before the first resource is registered: a bad config stops `pulumi up` before it changes anything.
 """
 
+import os
+from datetime import UTC, datetime
+
 import pulumi
 
 from infra.cloud.platform import build_platform
+from infra.config.checks.versions import plan_day, version_problems
 from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
 from infra.model.platform import load_platform
@@ -18,14 +22,21 @@ try:
     raw = config.require_object("platform")
 except ValueError as err:  # JSON the engine passed but Python will not read (e.g. a 5000-digit number)
     raise pulumi.RunError(f"platform: not a readable config object ({str(err).splitlines()[0][:200]})") from None
+try:  # Scaleway withdraws Kubernetes versions by date: checked against the day of the run ($GPU_CI_TODAY: another)
+    today = plan_day(os.environ, datetime.now(UTC).date())
+except ValueError as err:
+    raise pulumi.RunError(str(err)) from None
 try:
     platform = load_platform(raw)
+    dated = version_problems(platform.spec, today)
+    if errors := [problem for problem in dated if problem.severity == "error"]:
+        raise SpecError(errors)
     day = simulate_week(platform)  # the simulated day of the workload: the report, the outputs and `plan` read it
     report = stack_report(platform, day)
 except SpecError as err:
     raise pulumi.RunError(str(err)) from None  # one line per problem, no traceback
 
-for warning in [*platform.warnings, *(day.warnings() if day else [])]:  # the spec's, then a missed target
+for warning in [*platform.warnings, *dated, *(day.warnings() if day else [])]:  # the spec's, then a missed target
     pulumi.log.warn(str(warning))
 
 secrets = {}  # the stack secrets the spec names (cache keys, secret CI variables), kept Pulumi secrets

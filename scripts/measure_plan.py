@@ -22,7 +22,8 @@ IMPORTS = (
     "import pulumi, pulumi_kubernetes, pulumiverse_scaleway.kubernetes, pulumiverse_scaleway.network,"
     " pulumi_gitlab, pydantic, yaml, tomli_w; from pydantic import BaseModel, Field;"
     " import pulumi_kubernetes.core.v1, pulumi_kubernetes.meta.v1, pulumi_kubernetes.helm.v3,"
-    " pulumi_kubernetes.apiextensions, pulumi_kubernetes.networking.v1, pulumi_policy,"
+    " pulumi_kubernetes.apiextensions, pulumi_kubernetes.networking.v1, pulumi_kubernetes.batch.v1,"
+    " pulumi_kubernetes.rbac.v1, pulumi_policy,"
     " pulumiverse_scaleway.registry, pulumiverse_scaleway.iam, pulumiverse_scaleway.object"
 )
 

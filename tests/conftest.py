@@ -10,6 +10,7 @@ import asyncio
 import copy
 import gc
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 # then they are frozen out of its sight (`gc.freeze`). Objects the tests make are collected as usual. (The
 # xdist controller, which collects nothing, keeps it off: it makes few objects.)
 gc.disable()
+
+# The program checks the cluster's Kubernetes version against Scaleway's withdrawal dates on the day it runs:
+# every run under test (and every `plan` it starts in a subprocess) runs on this day, never the calendar's.
+os.environ["GPU_CI_TODAY"] = "2026-12-01"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

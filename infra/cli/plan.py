@@ -136,6 +136,11 @@ def plan_document(
             name: "[secret]" if out.secret else displayable(out.value) for name, out in sorted(run.outputs.items())
         },
         "capacity": capacity_rows(platform),
+        "gpu_quota": {
+            "nodes_by_type": platform.gpu_nodes_at_once,
+            "nodes": sum(platform.gpu_nodes_at_once.values()),
+            "gpus": platform.gpus_at_once,
+        },
         "report": render_report(platform, day),
         "warnings": [
             *(message for level, message in run.logs if level == "warning"),

@@ -5,7 +5,9 @@ provider from the cluster's kubeconfig, usable only once the always-on pool(s) e
 server's DNS entry is not ready before a cluster has a pool).
 
 Safe updates: the cluster and every pool are protected; autoscaled pools ignore `size`, which the
-autoscaler owns. A pool replacement (a new node type, zone or name) would delete the old pool first,
+autoscaler owns. Each pool states its upgrade policy: an always-on pool (the runner managers') gets a new
+node before an old one drains (surge 1, unavailable 0), so an upgrade never leaves the managers without a
+node. A pool replacement (a new node type, zone or name) would delete the old pool first,
 since two pools cannot share the name that job routing selects on (`k8s.scaleway.com/pool-name`), and
 its running jobs with it; on `system` it would evict the only runner manager. Protection makes
 `pulumi up` refuse that: the create-before-delete path (a new pool under a new name, the profiles
@@ -47,6 +49,8 @@ class KapsuleCluster(pulumi.ComponentResource):
     """Admin kubeconfig of the cluster, a Pulumi secret."""
     provider: k8s.Provider
     """Kubernetes provider for the cluster; its use waits for the always-on pools."""
+    gpu_pools: list[scw_k8s.Pool]
+    """The GPU pools, for what must wait until Kapsule has set up their GPU operator."""
 
     def __init__(self, name: str, args: KapsuleClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(KAPSULE_TOKEN, name, {}, opts)
@@ -56,6 +60,7 @@ class KapsuleCluster(pulumi.ComponentResource):
         }
         always_on = [pools[pool_name] for pool_name, pool in sorted(args.pools.items()) if pool.always_on]
 
+        self.gpu_pools = [pools[pool_name] for pool_name, pool in sorted(args.pools.items()) if pool.is_gpu]
         self.cluster_id = cluster.id
         self.pool_ids = {pool_name: pool.id for pool_name, pool in pools.items()}
         self.kubeconfig = pulumi.Output.secret(
@@ -132,6 +137,10 @@ class KapsuleCluster(pulumi.ComponentResource):
             root_volume_type=pool.spec.root_volume_type,
             labels=dict(pool.labels),
             taints=[scw_k8s.PoolTaintArgs(key=t.key, value=t.value, effect=t.effect) for t in pool.taints] or None,
+            upgrade_policy=scw_k8s.PoolUpgradePolicyArgs(
+                max_surge=pool.spec.effective_upgrade_policy.max_surge,
+                max_unavailable=pool.spec.effective_upgrade_policy.max_unavailable,
+            ),
             wait_for_pool_ready=pool.always_on,
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -46,6 +46,9 @@ class T(StrEnum):
     SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
     ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
     ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+    CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+    CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+    JOB = "kubernetes:batch/v1:Job"
 
 
 COMPONENT_PREFIX = "gpu-ci:infra:"

@@ -97,6 +97,10 @@ def build_platform(
                 configs=device_plugin_configs(platform),
                 cluster_policy_patch=cluster_policy_patch(platform),
                 pool_keys={p.name: p.device_plugin_key for p in platform.pools.values() if p.device_plugin_key},
+                wait_namespace=runners.namespace,
+                wait_node_pool=platform.manager_pool,
+                gpu_pools=kapsule.gpu_pools,
+                cilium=spec.cluster.cni == "cilium",
             ),
             pulumi.ResourceOptions(providers=[kapsule.provider]),
         )

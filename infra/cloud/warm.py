@@ -26,7 +26,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from infra.cloud.names import MANAGED_BY, WARM_TOKEN, child_name
-from infra.cloud.network import apiserver_entity_policy, dns_egress, object_meta
+from infra.cloud.network import (
+    GPU_SECURITY_CONTEXT,
+    RESTRICTED,
+    apiserver_egress_policy,
+    dns_egress_policy,
+    object_meta,
+)
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
 from infra.config.warm import WarmCapacitySpec
 from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool
@@ -40,15 +46,6 @@ POD_SECURITY = {
     "pod-security.kubernetes.io/enforce-version": "latest",
 }
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-RESTRICTED = k8s.core.v1.SecurityContextArgs(
-    allow_privilege_escalation=False,
-    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
-    read_only_root_filesystem=True,
-    run_as_non_root=True,
-    run_as_user=65534,
-    seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-)
-"""What Pod Security `restricted` asks of every container (65534: nobody; pause and curl need nothing more)."""
 _SCALE = (
     'curl --fail --silent --show-error --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" '
     '-H "Content-Type: application/merge-patch+json" -X PATCH -d "{\\"spec\\":{\\"replicas\\":$REPLICAS}}" '
@@ -181,7 +178,7 @@ class WarmCapacity(pulumi.ComponentResource):
                                 resources=k8s.core.v1.ResourceRequirementsArgs(
                                     requests={"cpu": "10m", "memory": "16Mi", **gpu}, limits={"memory": "16Mi", **gpu}
                                 ),
-                                security_context=RESTRICTED,
+                                security_context=GPU_SECURITY_CONTEXT,  # it gets a GPU: a writable root
                             )
                         ],
                     ),
@@ -250,32 +247,12 @@ class WarmCapacity(pulumi.ComponentResource):
             ),
             opts=opts,
         )
-        k8s.networking.v1.NetworkPolicy(
-            child_name("netpol-scalers-dns", name),
-            metadata=object_meta("gpu-ci-scalers-dns", namespace),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=SCALER_LABEL),
-                policy_types=["Egress"],
-                egress=[dns_egress()],
-            ),
-            opts=opts,
+        dns_egress_policy(child_name("netpol-scalers-dns", name), "gpu-ci-scalers-dns", namespace, SCALER_LABEL, opts)
+        apiserver_egress_policy(
+            child_name("netpol-scalers-apiserver", name),
+            "gpu-ci-scalers-apiserver",
+            namespace,
+            SCALER_LABEL,
+            opts,
+            cilium=cilium,
         )
-        if not cilium:  # without Cilium's entity, the API server is any HTTPS address
-            k8s.networking.v1.NetworkPolicy(
-                child_name("netpol-scalers-apiserver", name),
-                metadata=object_meta("gpu-ci-scalers-apiserver", namespace),
-                spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                    pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=SCALER_LABEL),
-                    policy_types=["Egress"],
-                    egress=[
-                        k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                            ports=[k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=443)]
-                        )
-                    ],
-                ),
-                opts=opts,
-            )
-        else:  # the scalers reach the API server through Cilium's `kube-apiserver` entity
-            apiserver_entity_policy(
-                child_name("netpol-scalers-apiserver", name), "gpu-ci-scalers-apiserver", namespace, SCALER_LABEL, opts
-            )

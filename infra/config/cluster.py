@@ -54,8 +54,9 @@ class ClusterSpec(SpecModel):
 
     name: str = Field("gpu-ci", max_length=63)
     """Name of the cluster, and of its VPC and private network."""
-    version: str = "1.35"
-    """Kubernetes version; a minor version (`1.35`) when `auto_upgrade` is on."""
+    version: str = "1.36"
+    """Kubernetes version; a minor version (`1.36`) when `auto_upgrade` is on. Checked on the day of the run against
+    Scaleway's withdrawal dates (`infra/kubernetes_versions.py`): refused once no cluster can be created at it."""
     cni: Literal["cilium", "calico", "kilo", "none"] = "cilium"
     """Container network; changing it replaces the cluster (protected: Pulumi refuses)."""
     type: Literal["kapsule", "kapsule-dedicated-4", "kapsule-dedicated-8", "kapsule-dedicated-16"] = "kapsule"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from infra.config.base import (
     MAX_COLD_START_MINUTES,
@@ -54,6 +54,9 @@ class NoSharing(SpecModel):
     isolates_memory: ClassVar[bool] = True
     caps_compute: ClassVar[bool] = False
     """Whether each job is held to 1/replicas of the GPU's compute even when alone (MPS)."""
+    shares_host_ipc: ClassVar[bool] = False
+    """Whether its jobs share the node's IPC: the MPS daemon's pipe directory and a node-wide `/dev/shm`, which
+    NVIDIA's device plugin mounts into every client (MPS)."""
 
     @property
     def label(self) -> str:
@@ -76,6 +79,7 @@ class TimeSlicing(SpecModel):
     plugin_section: ClassVar[str | None] = "timeSlicing"
     isolates_memory: ClassVar[bool] = False
     caps_compute: ClassVar[bool] = False
+    shares_host_ipc: ClassVar[bool] = False
 
     @property
     def replicas_per_gpu(self) -> int:
@@ -102,6 +106,7 @@ class Mps(SpecModel):
     plugin_section: ClassVar[str | None] = "mps"
     isolates_memory: ClassVar[bool] = True
     caps_compute: ClassVar[bool] = True
+    shares_host_ipc: ClassVar[bool] = True
 
     @property
     def replicas_per_gpu(self) -> int:
@@ -122,6 +127,28 @@ class WarmWindowSpec(WindowSpec):
 
     nodes: StrictInt = Field(1, ge=1, le=MAX_POOL_NODES)
     """Nodes kept up (at most the pool's max_size)."""
+
+
+class UpgradePolicySpec(SpecModel):
+    """How Kapsule replaces the pool's nodes in an upgrade: new nodes first (surge), or old ones first."""
+
+    max_surge: StrictInt = Field(ge=0, le=MAX_POOL_NODES)
+    """Nodes created beyond the pool's size during the upgrade (billed while they run)."""
+    max_unavailable: StrictInt = Field(ge=0, le=MAX_POOL_NODES)
+    """Nodes drained at once: on a pool whose every node holds a runner manager, 1 of 1 evicts them all together."""
+
+    @model_validator(mode="after")
+    def _moves(self) -> UpgradePolicySpec:
+        if self.max_surge == 0 and self.max_unavailable == 0:
+            raise ValueError("max_surge=0 and max_unavailable=0: the upgrade could replace no node (give one of them)")
+        return self
+
+
+SURGE_FIRST = UpgradePolicySpec(max_surge=1, max_unavailable=0)
+"""An always-on pool's default: a new node is up before an old one drains, so its pods always have a place."""
+DRAIN_FIRST = UpgradePolicySpec(max_surge=0, max_unavailable=1)
+"""A scale-to-zero pool's default (the provider's own): no extra GPU node (billed, and out of stock at
+times); at zero nodes an upgrade touches nothing."""
 
 
 class PoolSpec(SpecModel):
@@ -153,6 +180,9 @@ class PoolSpec(SpecModel):
     merge_request_slots: StrictInt = Field(0, ge=0, le=MAX_POOL_NODES * 64)
     """Job slots held for merge-request jobs: batch jobs never take them, merge-request jobs take any free
     slot. A second runner of the pool holds them (its `concurrent`); the two add up to the pool's slots."""
+    upgrade_policy: UpgradePolicySpec | None = None
+    """How an upgrade replaces the nodes; None: surge 1, unavailable 0 on an always-on pool (its pods, the runner
+    managers, always have a node), surge 0, unavailable 1 on a scale-to-zero pool."""
     warm: tuple[WarmWindowSpec, ...] = Field((), max_length=MAX_LIST)
     """Warm capacity: `[{days: Mon-Fri, from: "08:00", to: "19:00", nodes: 1}]` keeps that many nodes up in
     those hours (ready at `from`: started a cold start earlier), so the first job of the day does not wait
@@ -161,6 +191,13 @@ class PoolSpec(SpecModel):
     @property
     def always_on(self) -> bool:
         return self.min_size >= 1
+
+    @property
+    def effective_upgrade_policy(self) -> UpgradePolicySpec:
+        """As set, else surge-first on an always-on pool and drain-first on a scale-to-zero one."""
+        if self.upgrade_policy is not None:
+            return self.upgrade_policy
+        return SURGE_FIRST if self.always_on else DRAIN_FIRST
 
     @property
     def initial_size(self) -> int:

@@ -31,6 +31,9 @@ CACHE_ACCESS_KEY_CONFIG = "runner_cache_access_key"
 CACHE_SECRET_KEY_CONFIG = "runner_cache_secret_key"
 """Stack secrets (`gpu-ci:<key>`) holding the Object Storage key of the runner cache."""
 
+JOB_PDB_CHART = (0, 88, 0)
+"""The first chart whose runner (18.11.0) can create a PodDisruptionBudget per job pod (`pod_disruption_budget`,
+gitlab-runner !6331): a drain (an upgrade) then waits for the job instead of evicting it."""
 MAX_NODE_WAIT_TOLERANCE_SECONDS = 24 * 3600
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
@@ -83,7 +86,8 @@ class RunnerSpec(SpecModel):
     manager_pool: str | None = None
     """Where the manager pod runs; None: the first always-on pool without a GPU."""
     job_timeout: Duration = "3h"
-    """Longest job the runners accept (GitLab's maximum timeout); a manager upgrade waits this long to drain."""
+    """Longest job the runners accept (their `maximum_timeout` on GitLab: it caps a job's timeout, never raises
+    it); a manager upgrade waits this long to drain. The CI templates set their own `timeout:` within it."""
     poll_timeout_margin_minutes: int = Field(10, ge=1, le=120, strict=True)
     """Slack over a pool's `cold_start_minutes` (image pull, scheduling) that every wait for a node keeps:
     never zero, a node that takes exactly the cold start would fail the job."""
@@ -156,6 +160,11 @@ class RunnerSpec(SpecModel):
         if duration_seconds(value) > MAX_NODE_WAIT_TOLERANCE_SECONDS:
             raise ValueError("must be at most 24h: past a day, GitLab drops the pending jobs anyway")
         return value
+
+    @property
+    def protects_job_pods(self) -> bool:
+        """Whether the pinned chart's runner creates a PodDisruptionBudget for each job pod."""
+        return tuple(int(part) for part in self.chart_version.split(".")) >= JOB_PDB_CHART
 
     @property
     def job_timeout_seconds(self) -> int:

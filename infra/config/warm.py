@@ -15,6 +15,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from infra.config.base import ImageReference, KubernetesNamespace, SpecModel, StrictInt
+from infra.config.gpu_operator import CURL_IMAGE
 
 MAX_PRIORITY = 1_000_000_000
 """Kubernetes' highest value of a user PriorityClass (above it: system classes only)."""
@@ -34,5 +35,5 @@ class WarmCapacitySpec(SpecModel):
     placeholders', so a job preempts one."""
     pause_image: ImageReference = "registry.k8s.io/pause:3.10"
     """Image of the placeholder pods (they only hold a slot)."""
-    scaler_image: ImageReference = "curlimages/curl:8.11.1"
+    scaler_image: ImageReference = CURL_IMAGE
     """Image of the CronJobs that scale the placeholders (curl against the Kubernetes API)."""

@@ -20,7 +20,9 @@ Warnings
 - values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
   pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
   registry namespace left unprotected, a secret CI variable left unprotected or unmasked; warm windows over the
-  whole week (an always-on GPU pool by another key).
+  whole week (an always-on GPU pool by another key);
+- upgrades (`infra.model.upgrades`): the manager pool upgrading without surge, the maintenance window in the
+  workload's hours.
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
 """
 
@@ -41,6 +43,8 @@ from infra.model.pools import Pool
 from infra.model.profiles import Profile
 from infra.model.routes import PIPELINE_SOURCES, expand, expands_per_source
 from infra.model.runners import MAX_RELEASE_NAME, Runner
+from infra.model.timeouts import longest_job
+from infra.model.upgrades import upgrade_warnings
 from infra.quantity import exact_decimal, format_gib
 
 if TYPE_CHECKING:
@@ -64,6 +68,7 @@ def derived_problems(
         errors += _timeout_problems(spec, pools, runners)
     warnings = [p for p in checks if p.severity == "warning"]
     warnings += _policy_warnings(spec, pools, runners)
+    warnings += upgrade_warnings(spec, pools)
     return errors, warnings
 
 
@@ -308,26 +313,6 @@ def _warm_all_week(spec: PlatformSpec, pool: str) -> bool:
     return covered >= MINUTES_PER_WEEK
 
 
-def _longest_job_minutes(spec: PlatformSpec, pool: Pool) -> tuple[float, str | None]:
-    """The longest job of the pool's profiles as it runs on a full node (its GPU shared by all the replicas),
-    and the workload key that states it; (0, None) without a workload."""
-    workload = spec.workload
-    longest, key = 0.0, None
-    for name in pool.profiles:
-        load = workload.profiles.get(name) if workload is not None else None
-        if load is None:
-            continue
-        utilization = load.gpu_utilization or 0.0
-        as_run = load.longest_minutes * max(1.0, utilization * pool.sharing.replicas_per_gpu)
-        if as_run > longest:
-            longest, key = as_run, f"workload.profiles.{name}.minutes_per_job"
-            if load.kinds:
-                kind_name, kind = max(load.kinds.items(), key=lambda item: item[1].max_minutes)
-                field = "minutes_p90" if kind.minutes_p90 is not None else "minutes_per_job"
-                key = f"workload.profiles.{name}.kinds.{kind_name}.{field}"
-    return longest, key
-
-
 def _timeout_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
     """Every attempt's job timeout (it counts the wait for a node) holds its poll_timeout plus the pool's
     longest job; else the tolerance, the timeout and the jobs do not fit together (said once, for the pool
@@ -337,7 +322,8 @@ def _timeout_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Ma
         if runner.merge_requests_only:
             continue  # the same poll_timeout and jobs as the pool's shared runner
         pool = pools[runner.pool]
-        longest, key = _longest_job_minutes(spec, pool)
+        job = longest_job(spec, pool)
+        longest, key = job.minutes, job.key
         poll = runner.poll_timeout_seconds // 60
         if 60 * (poll + longest) >= runner.job_timeout_seconds:
             needs.append((poll + longest, pool, poll, longest, key))

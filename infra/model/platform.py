@@ -51,6 +51,25 @@ class Platform:
         return self.spec.gpu_pools()
 
     @property
+    def gpu_nodes_at_once(self) -> dict[str, int]:
+        """GPU nodes the spec can ask Scaleway for at once (every GPU pool at max_size, plus its upgrade surge), by
+        node type: what Scaleway's GPU quotas, set per Organization, must allow."""
+        nodes: dict[str, int] = {}
+        for pool in self.pools.values():
+            if pool.is_gpu:
+                nodes[pool.node_type] = nodes.get(pool.node_type, 0) + self._most_nodes(pool)
+        return dict(sorted(nodes.items()))
+
+    @property
+    def gpus_at_once(self) -> int:
+        """GPUs on those nodes."""
+        return sum(self._most_nodes(pool) * pool.node.gpus for pool in self.pools.values() if pool.is_gpu)
+
+    @staticmethod
+    def _most_nodes(pool: Pool) -> int:
+        return pool.max_size + pool.spec.effective_upgrade_policy.max_surge
+
+    @property
     def registry_endpoint(self) -> str:
         """`rg.<region>.scw.cloud/<namespace>`: known from the spec, whether the namespace is created or adopted."""
         return f"{REGISTRY_HOST.format(region=self.spec.region)}/{self.spec.registry.namespace}"

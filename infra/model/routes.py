@@ -40,8 +40,10 @@ PIPELINE_SOURCES = (
     "webide",
 )
 """GitLab's values of `CI_PIPELINE_SOURCE`: those its docs list (the same as the pipelines API's `source`) and
-the three more its pipeline model knows. A job of a pipeline whose source is not here would find no runner of a
-pool with held slots (it stays pending: stuck)."""
+the three more its pipeline model knows (tests/data/upstream/gitlab-pipeline-sources.txt, which a test keeps
+equal to this). A job of a pipeline whose source is not here would find no runner of a pool with held slots: it
+stays pending until GitLab drops it as stuck, after an hour (check-ci warns about rules naming such a source,
+`infra.pipeline.sources`)."""
 BATCH_SOURCE = "schedule"
 """The source the simulation gives a batch job (every source but merge_request_event routes alike)."""
 

@@ -21,6 +21,7 @@ from infra.job_overrides import JOB_RESOURCES
 from infra.model.attempts import poll_timeout_minutes, survived_outage_minutes
 from infra.model.pools import Pool
 from infra.model.routes import held_runner_tags, shared_runner_tags
+from infra.model.timeouts import template_timeout_seconds
 from infra.quantity import Quantity, magnitude
 
 RELEASE_NAME = "gitlab-runner"
@@ -55,6 +56,10 @@ class Runner:
     survives_outage_minutes: int
     """The longest outage of the pool's nodes its jobs survive, over their attempts."""
     job_timeout_seconds: int
+    """Its `maximum_timeout` on GitLab (`runner.job_timeout`): a cap on a job's timeout, never a raise."""
+    template_timeout_seconds: int
+    """The `timeout:` of its pool's templates, what its jobs really get (`infra.model.timeouts`): one attempt's
+    poll_timeout plus the pool's longest job on a full node, within `job_timeout_seconds`."""
     profiles: tuple[str, ...]
     maxima: Mapping[str, Quantity]
     """The runner's `*_overwrite_max_allowed`: the largest any of its profiles asks for, by field."""
@@ -138,6 +143,7 @@ def _runner(
         poll_timeout_seconds=60 * poll,
         survives_outage_minutes=survived_outage_minutes(poll, pool.cold_start_minutes, margin),
         job_timeout_seconds=spec.runner.job_timeout_seconds,
+        template_timeout_seconds=template_timeout_seconds(spec, pool, 60 * poll),
         profiles=pool.profiles,
         maxima=sizes,
         description=f"{spec.runner.description} - {which} {pool.name}",

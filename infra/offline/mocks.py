@@ -139,6 +139,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
             "rootVolumeSizeInGb",
             "labels",
             "taints",
+            "upgradePolicy",
         ),
         _pool_outputs,
     ),
@@ -168,6 +169,9 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
     T.SERVICE_ACCOUNT: ResourceType(("metadata",), _k8s_object_outputs),
     T.ROLE: ResourceType(("metadata", "rules"), _k8s_object_outputs),
     T.ROLE_BINDING: ResourceType(("metadata", "roleRef", "subjects"), _k8s_object_outputs),
+    T.CLUSTER_ROLE: ResourceType(("metadata", "rules"), _k8s_object_outputs),
+    T.CLUSTER_ROLE_BINDING: ResourceType(("metadata", "roleRef", "subjects"), _k8s_object_outputs),
+    T.JOB: ResourceType(("metadata", "spec"), _k8s_object_outputs),
 }
 """What the mocks know of each provider resource type (`infra.cloud.names.T`); the components need none."""
 
@@ -320,6 +324,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     "delete_before_replace": request.deleteBeforeReplace,
                     "import_id": request.importId,
                     "read": False,
+                    "custom_timeouts": {
+                        phase: getattr(request.customTimeouts, phase) for phase in ("create", "update", "delete")
+                    },
                 },
             )
         return response

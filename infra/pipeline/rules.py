@@ -10,7 +10,8 @@ Routing is by tags, as GitLab routes: a job goes to a runner holding all of its 
 - on the runner that takes it, no job may set a `KUBERNETES_*` request or limit above that runner's
   maximum (the job would fail, not be clamped), a request above its limit (Kubernetes refuses the pod),
   a node selector that runner refuses (`ci-training-evil` is not `ci-training`), or an image or service
-  outside its `allowed_images`/`allowed_services` (`images`).
+  outside its `allowed_images`/`allowed_services` (`images`);
+- a job that extends a profile's template keeps its `retry:` (`retries`) and may not lower its `timeout:` (`timeouts`).
 Tags are routed once GitLab has expanded the variables in them and parsed the list (`tags`): a tag that still
 names a variable GitLab alone knows is a warning, one that GitLab leaves as a literal `$VAR` (a variable defined
 from another) is a violation: no runner takes the job. A job is checked with its variables from every source, once
@@ -29,7 +30,6 @@ from infra.config.checks.jobs import guard_variable_reason
 from infra.config.pools import POOL_NAME_LABEL
 from infra.config.profiles import name_tokens
 from infra.job_overrides import JOB_RESOURCES, NODE_SELECTOR_PREFIX, JobResource
-from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.model.platform import Platform, derive
 from infra.model.profiles import Profile
 from infra.model.routes import (
@@ -58,8 +58,11 @@ from infra.pipeline.resolve import (
     resolve_file,
 )
 from infra.pipeline.resolved import Work
+from infra.pipeline.retries import retry_problem
+from infra.pipeline.sources import check_sources
 from infra.pipeline.tags import routed_tags, routes_alike
-from infra.pipeline.variables import expand_for_runner, value_text
+from infra.pipeline.timeouts import check_timeout
+from infra.pipeline.variables import expand_for_runner
 from infra.quantity import Quantity, QuantityError, magnitude, parse_quantity
 from infra.render.ci_templates import render_ci_templates
 
@@ -329,7 +332,8 @@ class _Checker:
 
     def check_platform_keys(self, job: ResolvedJob, profile: Profile, written: tuple[str, ...]) -> None:
         """What the template sets for the platform and a job may not take away: the retry of what the platform
-        causes, and on a pool with held slots the tags routed by the pipeline source."""
+        causes, the timeout one attempt needs (`infra.pipeline.timeouts`), and on a pool with held slots the tags
+        routed by the pipeline source."""
         if "retry" not in job.keys:  # a templates file from before the retries: `pulumi up` commits the current one
             self.result.warn(
                 f"{job.file}: {job.name}: no retry: {profile.template} predates the platform's retries (commit the "
@@ -337,8 +341,18 @@ class _Checker:
             )
         elif retry := retry_problem(job.keys["retry"]):
             self.add(job, f"retry: {retry}")
+        check_timeout(
+            job,
+            profile.template,
+            self.platform.runners[profile.runner].template_timeout_seconds,
+            violation=lambda message: self.add(job, message),
+            warning=lambda message: self.result.warn(f"{job.file}: {job.name}: {message}"),
+        )
         if not holds_slots(self.spec, profile.pool):
             return
+        check_sources(
+            job.keys.get("rules"), profile.pool, lambda message: self.result.warn(f"{job.file}: {job.name}: {message}")
+        )
         if not routes_alike(written, profile.tags):
             self.add(
                 job,
@@ -433,63 +447,3 @@ class _Checker:
                     f"{key}={value} is refused by runner {runner.name} (node_selector_overwrite_allowed="
                     f"{runner.node_selector_regex}): the job would fail",
                 )
-
-
-RETRY_KEYS = frozenset({"max", "when", "exit_codes"})
-RETRY_REASONS = frozenset(
-    {
-        "always",
-        "unknown_failure",
-        "script_failure",
-        "api_failure",
-        "stuck_or_timeout_failure",
-        "runner_system_failure",
-        "runner_unsupported",
-        "stale_schedule",
-        "job_execution_timeout",
-        "archived_failure",
-        "unmet_prerequisites",
-        "scheduler_failure",
-        "data_integrity_failure",
-    }
-)
-"""`retry: when:` values GitLab takes (its docs' list); any other refuses the pipeline."""
-
-
-def retry_problem(retry: object) -> str | None:
-    """Why a job's `retry:` no longer retries what the platform causes as the templates do, or None.
-
-    GitLab: `retry: N` retries N times on any failure; `retry: {max: N, when: [...]}` (`when` a reason or a list;
-    absent: `always`). The templates set `max: 2` on runner_system_failure, stuck_or_timeout_failure and
-    scheduler_failure: a job whose pod found no node within poll_timeout is retried, twice."""
-    if isinstance(retry, bool) or not isinstance(retry, int | dict):
-        shown = "empty" if retry is None else repr(value_text(retry) or type(retry).__name__)
-        return f"{shown} is not a retry GitLab accepts (a number or max/when)"
-    maximum = retry if isinstance(retry, int) else retry.get("max", 0)
-    when = ["always"] if isinstance(retry, int) else retry.get("when", ["always"])
-    when = [when] if isinstance(when, str) else when
-    if isinstance(maximum, bool) or not isinstance(maximum, int) or not isinstance(when, list):
-        return "max and when are not a retry GitLab accepts (max: 0-2, when: a reason or a list)"
-    extra = sorted(str(key) for key in retry if key not in RETRY_KEYS) if isinstance(retry, dict) else []
-    unknown = [str(reason) for reason in when if reason not in RETRY_REASONS]
-    if maximum > RETRY_MAX or extra or unknown:
-        what = (
-            f"max {maximum} (GitLab takes 0 to {RETRY_MAX})"
-            if maximum > RETRY_MAX
-            else f"unknown keys {', '.join(extra)}"
-            if extra
-            else f"when {', '.join(unknown)} (no failure reason GitLab knows)"
-        )
-        return f"{what}: GitLab refuses the pipeline"
-    if maximum < RETRY_MAX:
-        return (
-            f"max {maximum}: fewer than the templates' {RETRY_MAX} retries of what the platform causes: a GPU node "
-            "late or out of stock for longer than the attempts' poll_timeouts fails the job"
-        )
-    missing = [reason for reason in RETRY_WHEN if reason not in when and "always" not in when]
-    if missing:
-        return (
-            f"when {when} leaves out {', '.join(missing)}: those failures come from the platform (no node within "
-            "poll_timeout, a runner gone, the scheduler) and are retried by the templates"
-        )
-    return None

@@ -5,9 +5,10 @@ only its pool's runners hold, the four `KUBERNETES_*` requests and limits (never
 maxima: both come from the same profiles), `KUBERNETES_NODE_SELECTOR_POOL` for profiles outside the default
 pool (admitted by their runner, which admits its own pool only), the profile's own variables, and `retry:` of
 what the platform causes (no node within poll_timeout, a runner gone, stuck, the scheduler:
-`infra.model.attempts`), never a script failure. On a pool with held merge-request slots the tags end in
-`<pool>-${CI_PIPELINE_SOURCE}`, which GitLab expands per pipeline (`infra.model.routes`). Jobs `extends:` the
-template of their model family; `check-ci` verifies they do.
+`infra.model.attempts`), never a script failure, and the `timeout:` one attempt must hold
+(`infra.model.timeouts`: without it GitLab gives the project's 60-min default). On a pool with held
+merge-request slots the tags end in `<pool>-${CI_PIPELINE_SOURCE}`, which GitLab expands per pipeline
+(`infra.model.routes`). Jobs `extends:` the template of their model family; `check-ci` verifies they do.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from infra.model.attempts import RETRY_MAX, RETRY_WHEN
+from infra.model.timeouts import gitlab_duration
 from infra.render.yaml_text import dump_yaml
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ def ci_templates(platform: Platform) -> dict[str, dict[str, Any]]:
             "tags": list(profile.tags),
             "variables": dict(profile.variables),
             "retry": {"max": RETRY_MAX, "when": list(RETRY_WHEN)},
+            "timeout": gitlab_duration(platform.runners[profile.runner].template_timeout_seconds),
         }
         for _, profile in sorted(platform.profiles.items())
     }
@@ -51,7 +54,9 @@ def render_ci_templates(platform: Platform) -> str:
     for name, profile in sorted(platform.profiles.items()):
         lines.append(f"#   {profile.template}: profile {name}, pool {profile.pool}, {', '.join(profile.families)}")
     lines += [
-        f"# A job whose pod finds no node is retried ({RETRY_MAX} times: {', '.join(RETRY_WHEN)}); keep `retry:` and",
-        "# `tags:` out of the jobs that extend these templates (check-ci says so).",
+        f"# A job whose pod finds no node is retried ({RETRY_MAX} times: {', '.join(RETRY_WHEN)}).",
+        "# `timeout:` holds one attempt's wait for a node plus its pool's longest job on a full node (without it,",
+        "# GitLab gives the project's timeout, 60 min by default). Keep `retry:` and `tags:` out of the jobs that",
+        "# extend these templates, and their `timeout:` no lower (check-ci says so).",
     ]
     return "\n".join(lines) + "\n" + dump_yaml(ci_templates(platform))

@@ -11,6 +11,7 @@ from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL, Pool
 from infra.model.prices import price_rows
 from infra.model.routes import PIPELINE_SOURCES, source_tag
 from infra.model.runners import Runner
+from infra.model.timeouts import gitlab_duration
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
 from infra.render.text import format_eur, render_table
@@ -52,7 +53,7 @@ def render_report(platform: Platform, cost: CostReport | None) -> str:
     then GPU sharing, prices against the old way, and (with a workload: `cost`, its simulated day) the daily cost
     and drain time."""
     parts = [
-        "Capacity (per node, while a pool is up):\n" + render_pool_table(platform),
+        "Capacity (per node, while a pool is up):\n" + render_pool_table(platform) + render_quota(platform),
         render_runners(platform),
     ]
     if platform.gpu_pools:
@@ -60,6 +61,19 @@ def render_report(platform: Platform, cost: CostReport | None) -> str:
     if cost is not None:
         parts.append(render_cost(platform, cost))
     return "\n".join(parts)
+
+
+def render_quota(platform: Platform) -> str:
+    """How many GPU nodes the spec can ask for at once: Scaleway's quotas (per Organization) must allow them."""
+    nodes = platform.gpu_nodes_at_once
+    if not nodes:
+        return ""
+    listed = ", ".join(f"{count} {node_type}" for node_type, count in nodes.items())
+    return (
+        f"GPU nodes at once (every GPU pool at max_size, plus an upgrade's surge): {listed}; "
+        f"{sum(nodes.values())} nodes, {platform.gpus_at_once} GPUs. Scaleway's GPU quotas are per Organization, "
+        "shared with its other projects: compare them (docs/runbook.md).\n"
+    )
 
 
 def render_pool_table(platform: Platform) -> str:
@@ -98,7 +112,8 @@ def render_pool_table(platform: Platform) -> str:
 
 def render_runners(platform: Platform) -> str:
     """Per GPU pool its runner (and the runner of its held merge-request slots): the tags that reach it, its job
-    slots, how long one attempt may wait for a node, and the outage of the pool's nodes its jobs survive."""
+    slots, how long one attempt may wait for a node, the outage of the pool's nodes its jobs survive, and the
+    `timeout:` its templates set."""
     body = [
         (
             runner.name if runner.name == runner.pool else f"{runner.name} ({runner.pool})",
@@ -106,23 +121,28 @@ def render_runners(platform: Platform) -> str:
             str(runner.concurrent) + (" held for merge requests" if runner.merge_requests_only else ""),
             f"{runner.poll_timeout_seconds // 60} min x {ATTEMPTS}",
             f"{runner.survives_outage_minutes} min",
+            gitlab_duration(runner.template_timeout_seconds),
             ", ".join(f"{platform.profiles[p].template}" for p in runner.profiles),
             "yes" if runner.is_default else "",
         )
         for runner in platform.runners.values()
     ]
+    maximum = gitlab_duration(platform.spec.runner.job_timeout_seconds)
     header = (
         "runner (pool)",
         "tags",
         "job slots (concurrent)",
         "poll_timeout x attempts",
         "survives an outage of",
+        "templates' timeout",
         "templates",
         "default",
     )
     return (
         f"Runners (per GPU pool; managers on {platform.manager_pool}; a job beyond the slots waits in GitLab; a job "
-        f"whose pod finds no node is retried, {ATTEMPTS} attempts in all):\n" + render_table(header, body)
+        f"whose pod finds no node is retried, {ATTEMPTS} attempts in all; the templates' timeout holds one attempt's "
+        f"wait and the pool's longest job on a full node, within the runners' maximum {maximum}):\n"
+        + render_table(header, body)
     )
 
 
@@ -159,6 +179,20 @@ def render_sharing(platform: Platform) -> str:
     return (
         f"GPU sharing (ConfigMap {operator.namespace}/{operator.config_map}, one key per pool; {policy}):\n"
         + render_table(header, rows)
+        + _operator_drift(platform)
+    )
+
+
+def _operator_drift(platform: Platform) -> str:
+    """What of Scaleway's operator gpu-ci writes, and how a reset of it shows (docs/routing-and-sharing.md)."""
+    operator = platform.spec.gpu_operator
+    if not operator.patch_cluster_policy:
+        return ""
+    return (
+        f"The operator is Scaleway's ({operator.namespace}, its Helm release): gpu-ci adds the ConfigMap and owns "
+        f"spec.devicePlugin.config of ClusterPolicy {operator.cluster_policy} (field manager gpu-ci). An operator "
+        "upgrade or an Easy Deploy edit may reset them: `pulumi preview --refresh --diff` then shows "
+        "gpu-sharing-cluster-policy to update, and `pulumi up --refresh` sets them back (docs/runbook.md).\n"
     )
 
 

@@ -13,7 +13,9 @@ What keeps a GPU node from billing for nothing:
   pod orphaned by a crashed manager is killed by the kubelet at the latest when its job would time out;
 - a job pod's deletion grace is short (`pod_termination_grace_period_seconds`, `cleanup_*`), so a
   finished or cancelled job frees its GPU replica at once and the autoscaler can remove the node;
-- job pods are annotated `safe-to-evict: false`: the autoscaler never evicts a running job to consolidate.
+- job pods are annotated `safe-to-evict: false`: the autoscaler never evicts a running job to consolidate;
+  from chart 0.88.0 (runner 18.11) each job pod also gets a PodDisruptionBudget (`pod_disruption_budget`), so
+  a node drained by an upgrade waits for its jobs.
 What keeps an upgrade from losing jobs: the Deployment's strategy is `Recreate`, so the old manager stops
 taking jobs (preStop: SIGQUIT, finish the running ones, within a grace period of the job timeout plus a
 margin) before the new one starts; jobs queued meanwhile wait in GitLab, and the pool is never
@@ -78,6 +80,9 @@ RBAC_RULES = [
 """The manager's Role in its namespace: the Kubernetes executor's documented minimum ("Configure runner API
 permissions"; pods list/watch for informers, events for FF_PRINT_POD_EVENTS), instead of the chart's
 default of every verb on every core resource."""
+PDB_RULE = {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["create", "get"]}
+"""What `pod_disruption_budget = true` needs besides (the executor's documented permissions); each budget is
+owned by its job pod, so Kubernetes deletes it with the pod."""
 
 GPU_PATCH_NAME = "gpu"
 JOB_POD_TERMINATION_GRACE_SECONDS = 30
@@ -129,6 +134,8 @@ def runner_config(platform: Platform, runner: Runner) -> dict[str, Any]:
         "cleanup_resources_timeout": CLEANUP_RESOURCES_TIMEOUT,
         "pod_spec": [{"name": GPU_PATCH_NAME, "patch_type": "strategic", "patch": gpu_pod_spec_patch()}],
     }
+    if spec.runner.protects_job_pods:  # a drain (an upgrade) waits for the job instead of evicting it
+        kubernetes["pod_disruption_budget"] = True
     if spec.registry.needs_pull_secret:
         kubernetes["image_pull_secrets"] = [REGISTRY_PULL_SECRET_NAME]
     if priority := platform.job_priority_class(runner):  # above the warm placeholders': a job preempts one
@@ -172,7 +179,11 @@ def runner_helm_values(platform: Platform, runner: Runner) -> dict[str, Any]:
     return {
         "gitlabUrl": spec.gitlab.url,
         "concurrent": runner.concurrent,
-        "rbac": {"create": True, "clusterWideAccess": False, "rules": RBAC_RULES},
+        "rbac": {
+            "create": True,
+            "clusterWideAccess": False,
+            "rules": [*RBAC_RULES, PDB_RULE] if spec.runner.protects_job_pods else RBAC_RULES,
+        },
         "serviceAccount": {"create": True},
         "nodeSelector": {POOL_NAME_LABEL: platform.manager_pool},
         "strategy": {"type": "Recreate"},

@@ -5,8 +5,9 @@ The pools are the GPU pools that a runner serves, with their derived job slots, 
 cluster-autoscaler's scale-down settings, and their warm windows (started a cold start early, so the nodes
 are ready at `from`). The runners are the platform's: per pool its shared runner and the runner of its held
 merge-request slots (that one asks for jobs first), tags as rendered, `concurrent` as derived, the derived
-`poll_timeout`, upgraded with `Recreate`. A job's tags are its profile template's as GitLab expands them for
-its class (a merge-request pipeline, or a scheduled one), and it is retried as the templates say.
+`poll_timeout`, the job timeout their pool's templates set (`infra.model.timeouts`: what the jobs really get),
+upgraded with `Recreate`. A job's tags are its profile template's as GitLab expands them for its class (a
+merge-request pipeline, or a scheduled one), and it is retried as the templates say.
 `single_runner` rebuilds the layout gpu-ci had before (one runner for every pool, `concurrent` = all
 slots, `poll_timeout` = the slowest cold start, rolling upgrades, no retry): the model shows why it lost jobs.
 The week of the workload's jobs is `infra.sim.arrivals`.
@@ -85,7 +86,7 @@ def sim_runners(platform: Platform) -> tuple[SimRunner, ...]:
             pools=frozenset({runner.pool}),
             concurrent=runner.concurrent,
             poll_timeout_minutes=Fraction(runner.poll_timeout_seconds, 60),
-            job_timeout_minutes=Fraction(runner.job_timeout_seconds, 60),
+            job_timeout_minutes=Fraction(runner.template_timeout_seconds, 60),
             upgrade_strategy="recreate",
         )
         for runner in ordered

@@ -1,5 +1,6 @@
 """GitLab: who may send jobs to the runners (registrations take tagged jobs only, a project runner is locked,
-its access level allowed) and who may read a credential kept in a CI/CD variable (masked and protected).
+its access level allowed, and protected refs only on an MPS pool: a stack rule) and who may read a credential
+kept in a CI/CD variable (masked and protected).
 
 The credential shapes are also in `infra/config/credentials.py` (the pack imports nothing from the program):
 `tests/config/test_credentials_agree.py` holds the two together."""
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs
+from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from .inputs import as_list, config_value, known, show
 
@@ -113,3 +114,53 @@ def ci_secret_variables_masked(args: ResourceValidationArgs, report_violation: R
         f"masked and protected (gpu-ci: platform.ci.variables.{key}.secret, which defaults to both)",
         None,
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stack: MPS only where the runners take protected branches' jobs
+
+POOL_TYPES = frozenset({"scaleway:kubernetes/pool:Pool", "scaleway:index/kubernetesNodePool:KubernetesNodePool"})
+CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MERGE_REQUEST_TAG_SUFFIX = "-merge_request_event"
+"""gpu-ci's held merge-request slots: that runner holds `<pool>-merge_request_event`, not the pool's name."""
+_MPS_SECTION = re.compile(r"""^[^#\n]*?["']?\bmps["']?\s*:""", re.MULTILINE)
+"""A device-plugin config (YAML) with a `sharing.mps` section, block or flow style (the pack reads no YAML: a
+key named `mps` anywhere outside a comment counts, which can only over-report)."""
+
+
+def mps_pools_protected_runners(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    """A GPU pool whose device-plugin config is MPS is served only by runners that take protected refs' jobs.
+
+    Why: NVIDIA's device plugin mounts the MPS daemon's pipe directory and a node-wide `/dev/shm` into every
+    client on the GPU: a job of an unprotected branch could read a protected job's shared memory or tell the
+    daemon to lift the MPS limits. A runner serves a pool when it holds the pool's name (gpu-ci's tags), or
+    the pool's merge-request tag.
+    """
+    configs = {
+        key: text
+        for r in args.resources
+        if r.resource_type == CONFIG_MAP_TYPE
+        for key, text in (known(r.props, "data") or {}).items()
+        if isinstance(text, str)
+    }
+    mps_pools = {
+        str(known(pool.props, "name") or pool.name)
+        for pool in args.resources
+        if pool.resource_type in POOL_TYPES
+        and _MPS_SECTION.search(configs.get(str(known(pool.props, "labels", DEVICE_PLUGIN_CONFIG_LABEL)), ""))
+    }
+    for runner in args.resources:
+        if runner.resource_type not in RUNNER_REGISTRATION_TYPES:
+            continue
+        tags = {str(tag) for tag in as_list(known(runner.props, "tagLists") or known(runner.props, "tagList"))}
+        served = sorted(p for p in mps_pools if p in tags or f"{p}{MERGE_REQUEST_TAG_SUFFIX}" in tags)
+        level = known(runner.props, "accessLevel")
+        if served and level != "ref_protected":
+            report_violation(
+                f"GitLab runner '{known(runner.props, 'description') or runner.name}': accessLevel={show(level)} on "
+                f"MPS pool(s) {', '.join(served)}: jobs of unprotected branches would share the MPS daemon's pipe "
+                "and /dev/shm with protected ones; set accessLevel ref_protected (gpu-ci: runner.access_level) or "
+                "use time-slicing on the pool",
+                runner.urn,
+            )

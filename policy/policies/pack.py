@@ -15,7 +15,12 @@ from .cluster_pools import (
     kapsule_cluster_protected,
     kapsule_pool_protected,
 )
-from .gitlab_access import ACCESS_LEVELS, ci_secret_variables_masked, runner_registration_scoped
+from .gitlab_access import (
+    ACCESS_LEVELS,
+    ci_secret_variables_masked,
+    mps_pools_protected_runners,
+    runner_registration_scoped,
+)
 from .namespace_isolation import namespace_pod_security, runner_namespace_default_deny
 from .public_storage import no_public_buckets, registry_namespace_private
 from .runner_release import helm_release_atomic, rbac_least_privilege, runner_rbac_namespaced
@@ -159,6 +164,11 @@ STACK_POLICIES: list[StackValidationPolicy] = [
             config_map={"type": "string", "description": "ConfigMap name when no ClusterPolicy patch names it"},
             gpu_node_type_pattern=_GPU_PATTERN,
         ),
+    ),
+    StackValidationPolicy(
+        name="mps-pools-protected-runners",
+        description="A GPU pool shared by MPS is served only by runners that take protected branches' jobs.",
+        validate=mps_pools_protected_runners,
     ),
 ]
 

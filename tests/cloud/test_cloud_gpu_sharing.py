@@ -11,6 +11,7 @@ import yaml
 from infra.cloud.gpu_sharing import GpuSharing, GpuSharingArgs
 from infra.cloud.names import T
 from infra.model.platform import load_platform
+from infra.offline.harness import ProgramRun
 from infra.offline.mocks import RecordedResource, RecordingMonitor
 from infra.render.device_plugin import NO_SHARING_KEY, cluster_policy_patch, device_plugin_configs
 
@@ -100,5 +101,66 @@ def test_operator_names_come_from_the_spec_and_the_patch_can_be_left_out(
         assert reference == "gpu-operator/sharing"
         assert _by_type(pulumi_mocks, PATCH) == []
         assert sharing.cluster_policy_patch is None
+        assert _by_type(pulumi_mocks, T.JOB) == [] and sharing.operator_wait is None  # nothing to wait for
 
     return sharing.config_map.apply(check)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The first deploy: the patch waits for the operator's ClusterPolicy, which Kapsule installs after a GPU pool
+
+
+def test_the_patch_waits_for_a_job_that_waits_for_the_operator_after_the_gpu_pools(dev_run: ProgramRun) -> None:
+    """On a new cluster the GPU pools, then Kapsule's operator, then the patch: a patch before the CRD fails, and
+    one before the ClusterPolicy would create an incomplete one. The engine awaits the Job until it completes."""
+    job = dev_run.one(T.JOB, "gpu-sharing-operator-wait-job")
+    patch = dev_run.one(PATCH, "gpu-sharing-cluster-policy")
+    config_map = dev_run.one(CONFIG_MAP, "gpu-sharing-config")
+    assert set(patch.options["dependencies"]) == {config_map.urn, job.urn}
+    pools = [dev_run.one(T.POOL, f"kapsule-{name}") for name in ("ci-compile", "ci-training")]
+    waits_for = set(job.options["dependencies"])
+    assert {pool.urn for pool in pools} <= waits_for
+    assert dev_run.one(T.POOL, "kapsule-system").urn not in waits_for  # the GPU pools are what installs it
+    for kind, name in [
+        (T.SERVICE_ACCOUNT, "gpu-sharing-operator-wait"),
+        (T.CLUSTER_ROLE_BINDING, "gpu-sharing-operator-wait-binding"),
+        (T.NETWORK_POLICY, "gpu-sharing-operator-wait-dns"),
+        (T.CILIUM_NETWORK_POLICY, "gpu-sharing-operator-wait-apiserver"),
+    ]:
+        assert dev_run.one(kind, name).urn in waits_for, name
+    # The engine's wait outlasts the Job's own deadline, so the Job's failure is what `up` reports.
+    assert job.options["custom_timeouts"]["create"] == "35m"
+    assert job.options["delete_before_replace"] is True
+    spec = job.plain_inputs["spec"]
+    assert (spec["activeDeadlineSeconds"], spec["backoffLimit"]) == (30 * 60, 0)
+
+
+def test_the_wait_job_polls_for_the_named_cluster_policy_with_least_privilege(dev_run: ProgramRun) -> None:
+    job = dev_run.one(T.JOB, "gpu-sharing-operator-wait-job").plain_inputs
+    assert job["metadata"]["namespace"] == "gitlab-runner"
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {e["name"]: e["value"] for e in container["env"]}["POLICY"] == "cluster-policy"
+    assert "/apis/nvidia.com/v1/clusterpolicies/$POLICY" in container["command"][-1]
+    assert container["image"] == "curlimages/curl:8.11.1"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["runAsNonRoot"] is True
+    assert pod["nodeSelector"] == {"k8s.scaleway.com/pool-name": "system"}
+    assert (pod["serviceAccountName"], pod["restartPolicy"]) == ("gpu-ci-operator-wait", "Never")
+    role = dev_run.one(T.CLUSTER_ROLE, "gpu-sharing-operator-wait-role").plain_inputs
+    assert role["rules"] == [
+        {
+            "apiGroups": ["nvidia.com"],
+            "resources": ["clusterpolicies"],
+            "resourceNames": ["cluster-policy"],
+            "verbs": ["get"],
+        }
+    ]
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    for kind, name in [
+        (T.NETWORK_POLICY, "gpu-sharing-operator-wait-dns"),
+        (T.CILIUM_NETWORK_POLICY, "gpu-sharing-operator-wait-apiserver"),
+    ]:
+        inputs = dev_run.one(kind, name).plain_inputs
+        selector = inputs["spec"].get("podSelector") or inputs["spec"]["endpointSelector"]
+        assert selector["matchLabels"].items() <= labels.items()

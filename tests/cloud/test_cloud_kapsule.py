@@ -61,6 +61,28 @@ def test_gpu_pools_scale_from_zero_and_autoscaler_owns_size(
 
 
 @pulumi.runtime.test
+def test_each_pool_states_its_upgrade_policy_and_the_manager_pool_surges(
+    pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
+) -> pulumi.Output[Any]:
+    """The provider's default (surge 0, unavailable 1) would drain the one system node, and every runner manager
+    with it, before a replacement is up: the system pool gets a new node first. GPU pools keep drain-first (no
+    extra GPU node); a pool's own policy wins."""
+    dev_platform["pools"]["ci-compile"]["upgrade_policy"] = {"max_surge": 1, "max_unavailable": 1}
+    kapsule = KapsuleCluster("kapsule", _args(dev_platform))
+
+    def check(_: Any) -> None:
+        res = _by_name(pulumi_mocks)
+        policies = {name: res[f"kapsule-{name}"].plain_inputs["upgradePolicy"] for name in dev_platform["pools"]}
+        assert policies == {
+            "system": {"maxSurge": 1, "maxUnavailable": 0},
+            "ci-training": {"maxSurge": 0, "maxUnavailable": 1},
+            "ci-compile": {"maxSurge": 1, "maxUnavailable": 1},
+        }
+
+    return _settled(kapsule).apply(check)
+
+
+@pulumi.runtime.test
 def test_cluster_is_protected_private_and_scales_down_soon(
     pulumi_mocks: RecordingMonitor, dev_platform: dict[str, Any]
 ) -> pulumi.Output[Any]:
@@ -74,7 +96,7 @@ def test_cluster_is_protected_private_and_scales_down_soon(
         assert [res[n].options["protect"] for n in ("kapsule-vpc", "kapsule-pn", "kapsule-cluster")] == [True] * 3
         assert (inputs["name"], inputs["version"], inputs["cni"], inputs["type"]) == (
             "gpu-ci",
-            "1.35",
+            "1.36",
             "cilium",
             "kapsule",
         )

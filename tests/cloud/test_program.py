@@ -35,6 +35,11 @@ def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
             T.GPU_SHARING: 1,
             CONFIG_MAP: 1,
             CLUSTER_POLICY_PATCH: 1,
+            # issue 29: the patch waits for the operator's ClusterPolicy (a Job, its account, its egress)
+            T.JOB: 1,
+            T.SERVICE_ACCOUNT: 1,
+            T.CLUSTER_ROLE: 1,
+            T.CLUSTER_ROLE_BINDING: 1,
             # issue 3: registry, runner, CI templates and variables
             T.REGISTRY: 1,
             T.REGISTRY_NAMESPACE: 1,
@@ -44,8 +49,8 @@ def test_dev_stack_registers_the_design(dev_run: ProgramRun) -> None:
             T.NAMESPACE: 1,
             T.SECRET: 3,
             T.HELM_RELEASE: 2,
-            T.NETWORK_POLICY: 3,
-            T.CILIUM_NETWORK_POLICY: 1,
+            T.NETWORK_POLICY: 4,
+            T.CILIUM_NETWORK_POLICY: 2,
             T.GITLAB_CI: 1,
             T.REPOSITORY_FILE: 1,
             T.PROJECT_VARIABLE: 1,
@@ -172,6 +177,7 @@ def test_a_sharing_change_rewrites_only_the_config_map(
     patch stay as they are, so nothing restarts on a running GPU node (docs/routing-and-sharing.md)."""
     before = dev_run
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 3}
+    dev_platform["runner"]["access_level"] = "ref_protected"  # MPS: protected branches only
     after = run_program(dev_stack.with_values({"platform": dev_platform}))
     for type_token, name in ((CLUSTER_POLICY_PATCH, "gpu-sharing-cluster-policy"), (POOL, "kapsule-ci-training")):
         assert before.one(type_token, name).plain_inputs == after.one(type_token, name).plain_inputs, name

@@ -36,11 +36,16 @@ def test_dev_stack_is_the_design(dev_platform: dict[str, Any]) -> None:
 
 
 def test_dev_stack_warns_about_memory_overcommit(dev_platform: dict[str, Any]) -> None:
+    """And about the pinned chart's job pods, which an upgrade's drain evicts (test_render_runner.py)."""
     warnings = [str(w) for w in load_platform(dev_platform).warnings]
-    assert warnings == [
+    assert [w.split(":")[0] for w in warnings] == [
+        "platform.profiles.supervised.memory_limit='40Gi'",
+        "platform.runner.chart_version='0.86.0'",
+    ]
+    assert warnings[0] == (
         "platform.profiles.supervised.memory_limit='40Gi': x 4 jobs per node = 160 GiB overcommits "
         "one L40S-1-48G node's allocatable 92 GiB (OOM if all hit the limit)"
-    ]
+    )
 
 
 def test_catalogue_override_changes_price_and_adds_types(dev_platform: dict[str, Any]) -> None:
@@ -102,6 +107,7 @@ def test_time_sliced_vram_that_cannot_all_fit_is_a_warning(dev_platform: dict[st
 
 def test_mps_need_within_the_share_is_fine(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 4}
+    dev_platform["runner"]["access_level"] = "ref_protected"  # MPS: protected branches only
     dev_platform["profiles"]["supervised"]["gpu_memory_gb"] = 12
     spec = load_spec(dev_platform)
     assert spec.pools["ci-training"].gpu_sharing.replicas_per_gpu == 4

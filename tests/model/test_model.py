@@ -208,3 +208,14 @@ def test_quote_meta_escapes_what_go_does() -> None:
 def _dev_platform() -> Platform:
     """Hypothesis tests cannot take function-scoped fixtures: the committed dev stack's platform, derived once."""
     return load_platform(load_stack_config("dev").get("platform"))
+
+
+def test_the_gpu_nodes_the_spec_asks_for_at_once_are_what_the_quota_must_allow(dev_platform: dict[str, Any]) -> None:
+    """Every GPU pool at max_size, plus an upgrade's surge: Scaleway's GPU quotas (per Organization) must allow it."""
+    platform = load_platform(dev_platform)
+    assert (platform.gpu_nodes_at_once, platform.gpus_at_once) == ({"L4-1-24G": 1, "L40S-1-48G": 1}, 2)
+    dev_platform["pools"]["ci-training"]["max_size"] = 3
+    dev_platform["pools"]["ci-training"]["upgrade_policy"] = {"max_surge": 1, "max_unavailable": 0}
+    dev_platform["pools"]["ci-compile"]["max_size"] = 2
+    platform = load_platform(dev_platform)
+    assert (platform.gpu_nodes_at_once, platform.gpus_at_once) == ({"L4-1-24G": 2, "L40S-1-48G": 4}, 6)

@@ -167,6 +167,16 @@ def test_plan_json_of_the_dev_stack_is_the_committed_one(dev_plan_json_text: tup
     assert text == GOLDEN.read_text(encoding="utf-8")
 
 
+def test_the_plan_counts_the_gpu_nodes_for_the_quota(
+    dev_plan: PlanRun, dev_plan_json: tuple[int, dict[str, Any]]
+) -> None:
+    _, document = dev_plan_json
+    assert document["gpu_quota"] == {"nodes": 2, "gpus": 2, "nodes_by_type": {"L4-1-24G": 1, "L40S-1-48G": 1}}
+    assert "GPU nodes at once (every GPU pool at max_size, plus an upgrade's surge): 1 L4-1-24G, 1 L40S-1-48G" in (
+        dev_plan.out
+    )
+
+
 HIDDEN = "\x1b]0;pwned\x07\x1b[2J\u202e\u2066\u200b\u2028\xa0\x85\ufeff"
 """A window-title escape, BEL, clear-screen, bidi override and isolate, zero-width space, line separator,
 no-break space, NEL (a C1 control) and BOM: none may reach the terminal as it is."""

@@ -5,8 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pulumi_policy import StackValidationArgs
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
-from support.policy import PROJECT_VARIABLE, WANDB_KEY, resource_args, violations
+from support.policy import (
+    CONFIG_MAP,
+    POOL,
+    PROJECT_VARIABLE,
+    WANDB_KEY,
+    gpu_pool,
+    recorder,
+    resource_args,
+    stack_resource,
+    violations,
+)
 
 from policy.policies import gitlab_access as pol
 
@@ -117,3 +128,65 @@ def test_secret_keys_and_unprotected_exemptions_are_configurable() -> None:
     assert "(the policy's extra_secret_keys)" in found
     config["allow_unprotected"] = ["MODEL_SEED"]
     assert violations(pol.ci_secret_variables_masked, resource_args(PROJECT_VARIABLE, props, config=config)) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stack: MPS pools are served by runners of protected refs only
+
+USER_RUNNER = "gitlab:index/userRunner:UserRunner"
+MPS_CONFIG = "version: v1\nsharing:\n  mps:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 4}\n"
+SLICED_CONFIG = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 4}\n"
+
+
+def _mps_stack(access_level: str, config: str = MPS_CONFIG, tags: tuple[str, ...] = ("kapsule", "ci-training")) -> list:
+    return [
+        stack_resource(POOL, "kapsule-ci-training", gpu_pool()),
+        stack_resource(
+            CONFIG_MAP,
+            "gpu-sharing-config",
+            {"metadata": {"name": "sharing"}, "data": {"ci-training": config, "no_sharing": "version: v1\n"}},
+        ),
+        stack_resource(
+            USER_RUNNER,
+            "runner-ci-training-registration",
+            {"description": "gpu-ci ci-training", "tagLists": list(tags), "accessLevel": access_level},
+        ),
+    ]
+
+
+def test_an_mps_pool_served_by_a_protected_runner_passes() -> None:
+    assert violations(pol.mps_pools_protected_runners, StackValidationArgs(_mps_stack("ref_protected"))) == []
+
+
+def test_a_time_sliced_pool_may_take_unprotected_jobs() -> None:
+    args = StackValidationArgs(_mps_stack("not_protected", config=SLICED_CONFIG))
+    assert violations(pol.mps_pools_protected_runners, args) == []
+
+
+@pytest.mark.parametrize(
+    "tags", [("kapsule", "ci-training"), ("kapsule", "ci-training-merge_request_event")], ids=["shared", "held"]
+)
+def test_an_mps_pool_served_by_a_runner_of_unprotected_branches_fails_on_the_runner(tags: tuple[str, ...]) -> None:
+    reported: list[tuple[str, str | None]] = []
+    pol.mps_pools_protected_runners(StackValidationArgs(_mps_stack("not_protected", tags=tags)), recorder(reported))
+    assert reported == [
+        (
+            "GitLab runner 'gpu-ci ci-training': accessLevel='not_protected' on MPS pool(s) ci-training: jobs of "
+            "unprotected branches would share the MPS daemon's pipe and /dev/shm with protected ones; set accessLevel "
+            "ref_protected (gpu-ci: runner.access_level) or use time-slicing on the pool",
+            f"urn:pulumi:dev::gpu-ci::{USER_RUNNER}::runner-ci-training-registration",
+        )
+    ]
+
+
+def test_a_runner_of_another_pool_is_not_judged_by_the_mps_pool() -> None:
+    args = StackValidationArgs(_mps_stack("not_protected", tags=("kapsule", "gpu", "ci-compile")))
+    assert violations(pol.mps_pools_protected_runners, args) == []
+
+
+def test_mps_in_flow_style_counts_and_a_comment_does_not() -> None:
+    flow = "version: v1\nsharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n"
+    assert len(violations(pol.mps_pools_protected_runners, StackValidationArgs(_mps_stack("not_protected", flow)))) == 1
+    commented = SLICED_CONFIG + "# mps: later\n"
+    args = StackValidationArgs(_mps_stack("not_protected", commented))
+    assert violations(pol.mps_pools_protected_runners, args) == []

@@ -54,7 +54,7 @@ def test_the_pack_agrees_with_the_program_constants() -> None:
 
 def test_policies_have_unique_names_and_schema_defaults_that_match_the_code() -> None:
     names = [p.name for p in pol.POLICIES]
-    assert len(names) == len(set(names)) == 18
+    assert len(names) == len(set(names)) == 19
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", n) for n in names)
     schemas = {p.name: p.config_schema.properties for p in pol.POLICIES if p.config_schema}
     assert schemas["runner-poll-timeout-covers-cold-start"]["min_poll_timeout_seconds"]["default"] == 900

@@ -75,6 +75,7 @@ def test_time_slicing_config_is_nvidias_format(dev_platform: dict[str, Any]) -> 
 
 def test_mps_config_uses_the_mps_section(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 3}
+    dev_platform["runner"]["access_level"] = "ref_protected"  # MPS: protected branches only
     config = yaml.safe_load(device_plugin_configs(_spec(dev_platform))["ci-training"])
     assert set(config["sharing"]) == {"mps"}
     mps = config["sharing"]["mps"]
@@ -94,6 +95,7 @@ def test_unshared_pool_gets_a_plain_config(dev_platform: dict[str, Any], sharing
 
 def test_every_rendered_key_is_one_the_plugin_reads(dev_platform: dict[str, Any]) -> None:
     dev_platform["pools"]["ci-training"]["gpu_sharing"] = {"strategy": "mps", "replicas": 4}
+    dev_platform["runner"]["access_level"] = "ref_protected"  # MPS: protected branches only
     for key, text in device_plugin_configs(_spec(dev_platform)).items():
         assert _unknown_keys(yaml.safe_load(text), DEVICE_PLUGIN_CONFIG_KEYS) == [], key
 

@@ -53,6 +53,7 @@ def test_templates_are_the_design(dev_platform: dict[str, Any]) -> None:
                 "HYPEROPT_EPOCHS": "8",  # RL hyperopt: 8 epochs, down from 15
             },
             "retry": RETRY,
+            "timeout": "3h 22m",  # poll_timeout 49 min + the RL hyperopt trial's p99, 152.7 min
         },
         ".train-validate-base": {
             "stage": "train",
@@ -67,8 +68,31 @@ def test_templates_are_the_design(dev_platform: dict[str, Any]) -> None:
                 "KUBERNETES_NODE_SELECTOR_POOL": "k8s.scaleway.com/pool-name=ci-training",
             },
             "retry": RETRY,
+            "timeout": "2h 52m",  # 49 min + the supervised hyperopt's p99: 90 min x 0.34 x 4 jobs on the GPU
         },
     }
+
+
+def _timeouts(platform: dict[str, Any]) -> dict[str, str]:
+    return {name: template["timeout"] for name, template in ci_templates(load_platform(platform)).items()}
+
+
+def test_a_templates_timeout_is_what_one_attempt_must_hold_not_the_projects_hour(dev_platform: dict[str, Any]) -> None:
+    """GitLab gives a job without `timeout:` the project's 60 min (the runner's maximum only caps): the templates
+    set one attempt's wait for a node plus the pool's longest job on a full node, and follow both."""
+    assert _timeouts(dev_platform) == {".train-rl-base": "3h 22m", ".train-validate-base": "2h 52m"}
+    dev_platform["runner"]["node_wait_tolerance"] = "1h"  # poll_timeout (60 + 15 + 10) / 3 -> 29 min
+    assert _timeouts(dev_platform) == {".train-rl-base": "3h 2m", ".train-validate-base": "2h 32m"}
+    dev_platform["workload"]["profiles"]["supervised"]["gpu_utilization"] = 0.1  # 4 jobs slow nothing: 90 min
+    assert _timeouts(dev_platform)[".train-validate-base"] == "1h 59m"
+
+
+def test_a_pool_whose_run_times_are_unknown_gets_the_runners_maximum(dev_platform: dict[str, Any]) -> None:
+    """No stated run time, no bound but the runner's `maximum_timeout`; never GitLab's 60-min default."""
+    del dev_platform["workload"]
+    assert _timeouts(dev_platform) == {".train-rl-base": "3h 30m", ".train-validate-base": "3h 30m"}
+    dev_platform["runner"]["job_timeout"] = "5h"
+    assert _timeouts(dev_platform) == {".train-rl-base": "5h", ".train-validate-base": "5h"}
 
 
 def test_rendered_file_parses_back_to_the_templates(dev_platform: dict[str, Any]) -> None:

@@ -232,3 +232,25 @@ def test_values_never_carry_a_token(dev_platform: dict[str, Any]) -> None:
     text = "".join(render_runner_values(platform, runner) for runner in platform.runners.values())
     for needle in ("runnerToken", "runnerRegistrationToken", "glrt-", "token:"):
         assert needle not in text
+
+
+def test_job_pods_get_a_disruption_budget_from_the_chart_whose_runner_makes_one(dev_platform: dict[str, Any]) -> None:
+    """Runner 18.11 (chart 0.88.0) creates a PodDisruptionBudget per job pod when asked: an upgrade's drain waits
+    for the job. The pinned 0.86.0 (runner 18.9) has no such key: nothing is rendered, and `plan` warns."""
+    assert "pod_disruption_budget" not in _parsed(dev_platform)["runners"][0]["kubernetes"]
+    assert not any("policy" in rule["apiGroups"] for rule in _values(dev_platform)["rbac"]["rules"])
+    warnings = [str(w) for w in load_platform(dev_platform).warnings if w.path == "platform.runner.chart_version"]
+    assert warnings == [
+        "platform.runner.chart_version='0.86.0': its runner gives job pods no PodDisruptionBudget: an upgrade that "
+        "drains a GPU node evicts the jobs on it (from chart 0.88.0, runner 18.11, gpu-ci turns pod_disruption_budget "
+        "on); until then, upgrade with the GPU pools at zero (docs/operations.md)"
+    ]
+    dev_platform["runner"]["chart_version"] = "0.88.2"
+    upstream = json.loads(CONFIG_KEYS.read_text())
+    for pool in ("ci-compile", "ci-training"):
+        parsed = _parsed(dev_platform, pool)
+        assert parsed["runners"][0]["kubernetes"]["pod_disruption_budget"] is True
+        assert _key_paths(parsed, upstream) == []
+        rules = _values(dev_platform, pool)["rbac"]["rules"]
+        assert rules[-1] == {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["create", "get"]}
+    assert not [w for w in load_platform(dev_platform).warnings if w.path == "platform.runner.chart_version"]

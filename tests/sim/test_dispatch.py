@@ -60,6 +60,19 @@ def test_the_platforms_pools_and_runners_as_the_simulation_sees_them(platform: P
     assert (single.concurrent, single.poll_timeout_minutes, single.upgrade_strategy) == (6, 15, "rolling")
 
 
+def test_the_simulated_job_timeout_is_the_templates_not_the_runners_maximum(platform: Platform) -> None:
+    """The jobs get their template's `timeout:` (3h 22m on the L4, 2h 52m on the L40S), below the runners'
+    `maximum_timeout` of 3h 30m: a 190-min RL job on a cold pool (15 + 190 = 205 min) is killed at 202 min."""
+    runners = {r.name: r for r in sim_runners(platform)}
+    assert (runners["ci-compile"].job_timeout_minutes, runners["ci-training"].job_timeout_minutes) == (202, 172)
+    assert platform.spec.runner.job_timeout_seconds == 210 * 60
+    fits = simulate(scenario(platform, [PlannedJob("hyperopt-dqn", "rl", Fraction(185))]))
+    assert fits.failed == ()
+    (killed,) = simulate(scenario(platform, [PlannedJob("hyperopt-dqn", "rl", Fraction(190))])).failed
+    assert killed.reason == "job_execution_timeout" and killed.finished is not None and killed.taken is not None
+    assert killed.finished - killed.taken == 202
+
+
 @pytest.mark.parametrize("cold_start", [None, Fraction(15)], ids=["cold-as-configured", "cold-15"])
 @pytest.mark.parametrize("slower", [Fraction(1), Fraction("1.1")], ids=["as-estimated", "10pc-slower"])
 @pytest.mark.parametrize("upgrade", [None, 20], ids=["no-upgrade", "upgrade-at-20"])

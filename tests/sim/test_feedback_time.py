@@ -290,6 +290,15 @@ def test_the_warm_capacity_component_keeps_to_its_namespace_and_its_verbs(
     assert pod["nodeSelector"] == {"k8s.scaleway.com/pool-name": "ci-training"}
     assert pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert pod["automountServiceAccountToken"] is False
+    # It gets a GPU: a writable root, or toolkit 1.20.0's CDI hook fails its creation; `restricted` otherwise.
+    placeholder = pod["containers"][0]["securityContext"]
+    assert placeholder["readOnlyRootFilesystem"] is False
+    assert (placeholder["runAsNonRoot"], placeholder["allowPrivilegeEscalation"]) == (True, False)
+    assert (
+        placeholder["capabilities"] == {"drop": ["ALL"]} and placeholder["seccompProfile"]["type"] == "RuntimeDefault"
+    )
+    scaler = next(iter(run.by_type(T.CRON_JOB))).inputs["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert scaler["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True  # no GPU: read-only
     (role,) = run.by_type(T.ROLE)
     assert role.inputs["rules"] == [
         {

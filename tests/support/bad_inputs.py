@@ -95,7 +95,7 @@ SPEC_CASES = [
         set_("pools", "ci-compile", "max_sise", value=2),
         "platform.pools.ci-compile.max_sise=2: unknown key (allowed: autohealing, autoscaling, cold_start_minutes, "
         "gpu_sharing, labels, max_size, merge_request_slots, min_size, node_type, root_volume_size_gb, "
-        "root_volume_type, warm, zone)",
+        "root_volume_type, upgrade_policy, warm, zone)",
     ),
     Bad(
         "negative-size",
@@ -222,10 +222,19 @@ SPEC_CASES = [
         "vram-need-above-mps-share",
         lambda p: (
             p["pools"]["ci-training"].update(gpu_sharing={"strategy": "mps", "replicas": 4}),
+            p["runner"].update(access_level="ref_protected"),
             p["profiles"]["supervised"].update(gpu_memory_gb=16),
         ),
         "platform.profiles.supervised.gpu_memory_gb=16: is more than one MPS replica's share of one L40S-1-48G "
         "GPU's 48 GB / 4 = 12 GB; lower the pool's replicas or use time-slicing",
+    ),
+    Bad(
+        "mps-on-a-runner-of-unprotected-branches",
+        set_("pools", "ci-training", "gpu_sharing", value={"strategy": "mps", "replicas": 4}),
+        "platform.pools.ci-training.gpu_sharing.strategy='mps': shares the MPS daemon's pipe directory and a "
+        "node-wide /dev/shm with every job on the GPU, and runner.access_level=not_protected runs jobs of any branch "
+        "there: they could read protected jobs' shared memory or lift the MPS limits (set runner.access_level: "
+        "ref_protected, or use time-slicing)",
     ),
     Bad(
         "vram-need-above-gpu",

@@ -16,6 +16,8 @@ jobs (`jobs.py`: profiles, workload, runner, GitLab, CI variables). Checked, eac
 - profiles: the name, an existing GPU pool, limits at or above requests; templates and families unique;
 - workload: its profiles exist, the day's jobs within the cap, baseline node types known and GPU;
 - runner: `default_pool` exists and is targeted, `manager_pool` (as set or chosen) is an always-on CPU pool;
+  no MPS (its pipe directory and `/dev/shm` shared by every job on a GPU) on a pool whose runner takes jobs of
+  unprotected branches (`access_level: not_protected`);
 - gitlab: a group scope names the group, and the project sits in it;
 - the GPU operator's namespace is not the runners'; the runners' and the placeholders' are not the
   cluster's own;

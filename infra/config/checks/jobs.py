@@ -20,6 +20,7 @@ def job_problems(spec: PlatformSpec) -> list[Problem]:
         *_uniqueness_problems(spec),
         *_workload_problems(spec),
         *_runner_problems(spec),
+        *_sharing_trust_problems(spec),
         *_gitlab_problems(spec),
         *_ci_problems(spec),
     ]
@@ -125,6 +126,26 @@ def _workload_problems(spec: PlatformSpec) -> list[Problem]:
                 Problem(key_path("workload", "baseline", "idle_node_types"), node_type, "unknown node type")
             )
     return problems
+
+
+def _sharing_trust_problems(spec: PlatformSpec) -> list[Problem]:
+    """No GPU sharing that shares the node's IPC (MPS) on a pool whose runner takes jobs of unprotected branches.
+
+    NVIDIA's device plugin mounts the MPS daemon's pipe directory and a node-wide `/dev/shm` into every client:
+    a job of any branch could read a protected job's shared memory, or tell the daemon to lift the limits."""
+    if spec.runner.access_level != "not_protected":
+        return []
+    return [
+        Problem(
+            key_path("pools", name, "gpu_sharing", "strategy"),
+            spec.pools[name].gpu_sharing.strategy,
+            "shares the MPS daemon's pipe directory and a node-wide /dev/shm with every job on the GPU, and "
+            "runner.access_level=not_protected runs jobs of any branch there: they could read protected jobs' "
+            "shared memory or lift the MPS limits (set runner.access_level: ref_protected, or use time-slicing)",
+        )
+        for name in spec.targeted_pools()
+        if spec.pools[name].gpu_sharing.shares_host_ipc
+    ]
 
 
 def _runner_problems(spec: PlatformSpec) -> list[Problem]:
