@@ -14,7 +14,6 @@ long, or a measured figure the spec refuses.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -24,12 +23,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import yaml
+
 from infra.cli import fail
 from infra.config.errors import SpecError
 from infra.documents import printable
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
-from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
+from infra.offline.stack_config import stack_file as stack_file_path
 from infra.workload.figures import WorkloadEdit, comparison, resolve, workload_edit
 from infra.workload.job_entries import EARLIEST, LATEST, parse_time
 from infra.workload.mapping import routing_of
@@ -108,7 +109,7 @@ class GitlabSource:
 def _from_gitlab(
     args: argparse.Namespace, config: StackConfig, platform: Platform, path: Path, source: GitlabSource
 ) -> int:
-    # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
+    # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay.
     from infra.workload.gitlab_jobs import Progress, ReadError, read_history  # noqa: PLC0415
 
     routing = routing_of(platform)
@@ -174,31 +175,35 @@ def _from_gitlab(
 def _output(args: argparse.Namespace, config: StackConfig, path: Path, edit: WorkloadEdit, header: str) -> int:
     """The `workload:` section with the figures: written into the stack file (`--write`) or printed, once the
     spec accepts it; refused in one line otherwise, so that `plan` never refuses what this command wrote."""
-    from infra.workload import stack_file  # noqa: PLC0415 - ruamel.yaml: only this command pays for it
+    from infra.offline import stack_edit  # noqa: PLC0415 - the editor only where it is used
+    from infra.workload.section import measured_section  # noqa: PLC0415
 
+    assumed = (config.get("platform") or {}).get("workload")
     try:
-        document = stack_file.load(path)
-        section = stack_file.apply(stack_file.platform_node(document, config.project), edit)
+        text = stack_edit.write_section(
+            stack_edit.read(path), path.name, config.project, "workload", measured_section(assumed, edit)
+        )
+        section = stack_edit.section_text(text, path.name, config.project, "workload")
         if args.write:
-            text = stack_file.dump(document)
             refusal = _file_refusal(text, args.stack, path.name)
             if not refusal and (others := _others_changed(text, config, path.name)):
-                raise stack_file.EditError(
+                raise stack_edit.EditError(
                     f"{path.name}: writing platform.workload would also change {others} (an anchor or an alias "
                     "shares its value): write the workload without it"
                 )
         else:
-            plain = json.loads(json.dumps(section))  # the section as pasted: plain YAML values
+            plain = yaml.safe_load(section)["workload"]  # the section as pasted: plain YAML values
             refusal = _spec_refusal({**(config.get("platform") or {}), "workload": plain})
         if refusal:
             return _fail(f"the measured workload does not fit the spec, so nothing is written: {refusal}", 1)
         if args.write:
-            stack_file.write(path, text)
+            stack_edit.write(path, text)
             _say(f"workload: wrote platform.workload into {path}")
             return 0
-    except stack_file.EditError as err:
+    except stack_edit.EditError as err:
         return _fail(f"{err}: nothing written")
-    sys.stdout.write(stack_file.section_text(section, header))
+    pad = " " * (len(section) - len(section.lstrip(" ")))
+    sys.stdout.write("".join(f"{pad}# {line}\n" for line in header.splitlines()) + section)
     return 0
 
 

@@ -17,7 +17,6 @@ from support.paths import ROOT
 DATA_ONLY = {"tzdata"}
 # the import names of the packages pinned only in requirements-dev.txt (stub-only packages have none)
 DEV_IMPORTS = {
-    "ruamel.yaml": "ruamel",
     "python-gitlab": "gitlab",
     "pulumi-policy": "pulumi_policy",
     "pytest": "pytest",
