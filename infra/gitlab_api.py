@@ -240,11 +240,13 @@ class PinnedSession(requests.Session):
         wait(delay.seconds)
 
     def _bound_body(self, response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
-        """A response hook (every hop, before a byte of the body is read): a body declared too large is refused;
-        any other is read through `BoundedBody`, requests' own `Response.raw` stream wrapped."""
+        """A response hook (every hop, before a byte of the body is read): a body declared too large is refused
+        (unless its caller streams it: it reads what it needs); any is read through `BoundedBody`, requests' own
+        `Response.raw` stream wrapped."""
         name = answer_name(response)
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self.budget.max_bytes:
+        streamed = kwargs.get("stream") and 200 <= response.status_code < 300  # read in part: a trace
+        if declared.isdigit() and int(declared) > self.budget.max_bytes and not streamed:
             response.close()
             raise BadAnswer(_too_large(name, self.budget.max_bytes))
         response.raw = BoundedBody(response.raw, self.budget.max_bytes, name)
@@ -350,7 +352,7 @@ def _checked_backend() -> type:
     class CheckedBackend(RequestsBackend):
         def http_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> RequestsResponse:
             answer = super().http_request(method, url, *args, **kwargs)
-            if kwargs.get("stream"):  # read by its caller, within the session's bytes
+            if kwargs.get("stream") and 200 <= answer.status_code < 300:  # its caller reads it, as a stream
                 return answer
             session = self.client
             budget = session.budget if isinstance(session, PinnedSession) else GITLAB_ANSWER
