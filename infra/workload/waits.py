@@ -90,6 +90,8 @@ def cold_start_edit(
     settings: list[tuple[tuple[str, ...], object]] = []
     rows: list[Figure] = []
     for pool, start in starts.items():
+        if not start.cold:
+            continue
         old = (assumed_pools or {}).get(pool) or {}
         figures = (percentile(start.cold, 50), percentile(start.cold, 90), max(start.cold, default=None))
         for (key, value), seconds in zip(start.written().items(), figures, strict=True):
