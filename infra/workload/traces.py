@@ -82,6 +82,8 @@ def _markers(data: bytes, complete: bool) -> tuple[dict[tuple[str, str], int], i
             continue
         if name not in PREPARE:
             ended = True  # another stage: what follows is the job's own, or later stages
+            if marks and ("end", PREPARE[1]) not in marks:
+                raise _UnusableError("another section before the prepare's end")
             break
         if (kind, name) in marks:
             raise _UnusableError(f"{name} started or ended twice")
@@ -113,10 +115,10 @@ def _within(job: Job, start: int, end: int, now: datetime) -> None:
     than its `duration` (each with CLOCK_SKEW of slack)."""
     if end > (now + CLOCK_SKEW).timestamp():
         raise _UnusableError("a prepare time in the future")
+    if start < (job.created_at - CLOCK_SKEW).timestamp():
+        raise _UnusableError("a prepare before the job was created")
     if job.started_at is not None and job.duration is not None:
         if end > (job.started_at + timedelta(seconds=job.duration) + CLOCK_SKEW).timestamp():
             raise _UnusableError("a prepare after the job")
         if end - start > job.duration + CLOCK_SKEW.total_seconds():
             raise _UnusableError("a prepare longer than the job's duration")
-    if start < (job.created_at - CLOCK_SKEW).timestamp():
-        raise _UnusableError("a prepare before the job was created")

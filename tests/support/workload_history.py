@@ -248,6 +248,7 @@ def build_history(until: datetime, figures: Figures = Figures()) -> list[dict[st
             queued=item.queued,
             failure=item.failure,
             trace=_prepare_trace(item),
+            prepare=(item.prepare, item.cold),
         )
         if isinstance(item, _Slot)
         else item
@@ -399,6 +400,7 @@ def _job(
     status: str | None = None,
     started: bool = True,
     trace: str | None = None,
+    prepare: tuple[int | None, bool] = (None, False),
 ) -> dict[str, Any]:
     status = status or ("failed" if failure else "success")
     ran = started and status != "skipped"
@@ -451,7 +453,30 @@ def _job(
         job["failure_reason"] = failure
     if trace is not None and ran:
         job["_trace"] = trace
+        job["_prepare"], job["_cold"] = prepare  # what the trace says: the truth the measurement must find
     return job
+
+
+def traced_job(
+    job_id: int, at: datetime, name: str, *, source: str, queued: int, prepare: int, run: int, cold: bool
+) -> dict[str, Any]:
+    """One successful supervised job of its own pipeline (id `job_id`), with its trace: queued `queued` s, its pod
+    running `prepare` s after it was taken (`cold`: it waited for a node), then running `run` s."""
+    pipeline = _pipeline(_Ids(pipeline=job_id - 1), at, source)
+    slot = _Slot(job_id, pipeline, at, "supervised", name, name, 0, run + prepare, queued, prepare=prepare, cold=cold)
+    trace = _prepare_trace(slot)
+    return _job(
+        job_id,
+        pipeline,
+        at,
+        name,
+        stage="train",
+        profile="supervised",
+        seconds=run + prepare,
+        queued=queued,
+        trace=trace,
+        prepare=(prepare, cold),
+    )
 
 
 def _stamp(at: datetime) -> str:
