@@ -127,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     """Headers and body go out as two writes: with Nagle's algorithm the body waits for the client's delayed
     ACK (40 ms on Linux), and every request of every test would pay it."""
+    protocol_version = "HTTP/1.1"
+    """Connections kept open between requests, as GitLab's (a run reads hundreds of traces); a body of no known
+    length is sent until the connection closes."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `FakeGitLab.requests` instead."""
@@ -157,6 +160,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", raw.content_type)
         if isinstance(raw.data, bytes):
             self.send_header("Content-Length", str(len(raw.data)))
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
