@@ -14,7 +14,8 @@ Every request goes through `PinnedSession`, which bounds what one run can cost a
   `GITLAB_ANSWER.max_bytes`, decoded, and for at most `ANSWER_SECONDS` (a larger body is cut off, never held in
   memory whole). The backend parses a JSON answer within the budget's depth and values, with no NaN or infinity
   (`infra.documents.parse_json`): a 2xx that is not such JSON is refused, so python-gitlab only ever parses a
-  body that passed; an error's body that is not reaches it as "not JSON".
+  body that passed; an error's body that is not reaches it as "not JSON". A 2xx its caller streams (a job's
+  trace) is read by that caller as far as it needs, within the same bytes, whatever its `Content-Length`.
 - **rate limits and retries**: a 429 is waited out here, and python-gitlab never sees one (its own retry reads
   `Retry-After` with `int()`, which an HTTP date or `1.5` crashes, and sleeps as long as `RateLimit-Reset`
   says): `Retry-After` as seconds (fractional, negative read as 0) or an HTTP date, else `RateLimit-Reset`,

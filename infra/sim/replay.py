@@ -53,7 +53,7 @@ def replay(
     ]
     last = max((job.created_minute for job in ordered), default=Fraction(0))
     if last > MAX_MINUTES:
-        raise ValueError(f"a window of more than {MAX_MINUTES // (24 * 60)} days")
+        raise ValueError(f"a window of more than {MAX_MINUTES // (24 * 60)} days (the simulation's longest)")
     built = scenario(platform, planned)
     weeks = int(last // MINUTES_PER_WEEK) + 2  # the last job's week and the next (it may run into it)
     pools = tuple(_pool(pool, (cold_starts or {}).get(pool.name), weeks) for pool in built.pools)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, time, timedelta, tzinfo
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -54,8 +54,7 @@ class ModelError:
 def week_origin(start: datetime, zone: tzinfo) -> datetime:
     """The Monday 00:00 (in `zone`) at or before `start`: minute 0 of the replay, as of the simulated week."""
     local = start.astimezone(zone)
-    monday = (local - timedelta(days=local.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
-    return monday.replace(tzinfo=zone) if monday.tzinfo is None else monday
+    return datetime.combine(local.date() - timedelta(days=local.weekday()), time(0), zone)
 
 
 def model_error(
@@ -80,7 +79,7 @@ def model_error(
     try:
         simulated = replay(platform, jobs, cold_starts)
     except ValueError as err:
-        return ModelError((), f"the window is not replayed: {err} (the simulation takes at most 30 days)")
+        return ModelError((), f"the window is not replayed: {err}")
     return ModelError(tuple(_compare(job_class, measurement.ran, simulated) for job_class in CLASS_ORDER))
 
 
