@@ -117,6 +117,14 @@ class Hostile:
     write: bool
 
 
+RUNS = settings(
+    max_examples=20,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+"""Each example is a run of the command against the fake: few, and the same ones every time."""
+
 hostile = st.builds(
     Hostile,
     pages=st.lists(pages(), min_size=1, max_size=3),
@@ -130,12 +138,7 @@ hostile = st.builds(
 
 
 @given(case=hostile)
-@settings(
-    max_examples=20,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@RUNS
 def test_hostile_answers_give_a_plausible_result_or_one_error_line(
     case: Hostile,
     gitlab: FakeGitLab,
@@ -210,12 +213,7 @@ trace_answers = st.one_of(
 
 
 @given(case=st.tuples(st.lists(trace_answers, min_size=len(TRACED), max_size=len(TRACED)), st.booleans()))
-@settings(
-    max_examples=25,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@RUNS
 def test_hostile_traces_give_figures_from_what_is_sound_or_none(
     case: tuple[list[Any], bool],
     gitlab: FakeGitLab,

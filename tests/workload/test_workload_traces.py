@@ -17,24 +17,17 @@ from typing import Any
 
 import pytest
 import yaml
-from support.fake_gitlab import CiHistory, Drop, FakeGitLab, Raw, Token, running
-from support.workload_history import COLD, POOLS, TIME_ZONE, WARM, Figures, build_history, traced_job
+from support.fake_gitlab import Drop, FakeGitLab, Raw, running
+from support.workload_history import COLD, POOLS, TIME_ZONE, WARM, traced_job
+from test_workload_gitlab import HISTORY, READER, UNTIL, _history, _run
 
-from infra.__main__ import main
 from infra.config.pools import PoolSpec
 from infra.offline.stack_config import PROJECT_ROOT
 from infra.offline.stack_edit import set_keys
 from infra.workload import gitlab_traces
 from infra.workload.waits import COLD_KEYS, PoolStarts, cold_start_edit
 
-UNTIL = datetime(2026, 11, 30, tzinfo=UTC)
-HISTORY = build_history(UNTIL, Figures())
-READER = Token(user_id=901, username="project_42_reader", scopes=frozenset({"read_api"}))
 SINCE = UNTIL - timedelta(days=14)
-
-
-def _history(jobs: list[dict[str, Any]]) -> CiHistory:
-    return CiHistory(42, "ml-team/training", "2026-01-05T09:00:00.000Z", jobs)
 
 
 @pytest.fixture
@@ -54,11 +47,6 @@ def stack(tmp_path: Path) -> Path:
 def _token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GITLAB_TOKEN", "reader")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-
-
-def _run(stack: Path, gitlab: FakeGitLab, *extra: str, until: str = "2026-11-30") -> int:
-    args = ["workload", "--from-gitlab", "--config", str(stack), "--gitlab-url", gitlab.url, "--until", until]
-    return main([*args, *extra])
 
 
 def _rows(err: str, heading: str) -> dict[str, list[str]]:
