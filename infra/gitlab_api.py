@@ -1,5 +1,7 @@
-"""What the three GitLab clients (`review.gitlab_notes`, `workload.gitlab_jobs`, check-ci `--online`) share: a
-python-gitlab client that treats GitLab's answers as untrusted input, and a refusal's status in one line.
+"""The one GitLab client of the three commands that talk to GitLab (`review.gitlab_notes`, `workload.gitlab_jobs`,
+check-ci `--online`): python-gitlab, given a requests session and a backend of ours through the two seams it
+has for them (`session=`, `backend=`), that treats GitLab's answers as untrusted input; and a refusal's status
+in one line.
 
 Every request goes through `PinnedSession`, which bounds what one run can cost and where it can go:
 
@@ -8,14 +10,19 @@ Every request goes through `PinnedSession`, which bounds what one run can cost a
   when a redirect leaves the host, and python-gitlab only warns about a foreign next page). No request, first or
   followed, goes to an origin (scheme, host, port) other than the configured URL's: `OffHostRequest`, before a
   byte leaves.
-- **each answer**: read in chunks, at most `GITLAB_ANSWER.max_bytes` (a larger body is cut off, never held in
-  memory whole) and for at most `ANSWER_SECONDS`; a JSON answer is parsed once, within the budget's depth and
-  values, with no NaN or infinity (`infra.documents.parse_json`), and python-gitlab is handed that value.
-- **rate limits**: a 429 is waited out here, not by python-gitlab (whose `int(Retry-After)` crashes on an HTTP
-  date or `1.5` and sleeps as long as `RateLimit-Reset` says): `Retry-After` as seconds (fractional, negative
-  read as 0) or an HTTP date, else `RateLimit-Reset`, else a short backoff; never past `MAX_WAIT_SECONDS`, at
-  most `MAX_RETRIES` times in a row. Other answers reach python-gitlab without those two headers, so its
-  retry of a 5xx backs off on its own short, bounded schedule.
+- **each body**: read through `BoundedBody` (requests' `Response.raw` stream, wrapped): at most
+  `GITLAB_ANSWER.max_bytes`, decoded, and for at most `ANSWER_SECONDS` (a larger body is cut off, never held in
+  memory whole). The backend parses a JSON answer within the budget's depth and values, with no NaN or infinity
+  (`infra.documents.parse_json`): a 2xx that is not such JSON is refused, so python-gitlab only ever parses a
+  body that passed; an error's body that is not reaches it as "not JSON". A 2xx its caller streams (a job's
+  trace) is read by that caller as far as it needs, within the same bytes, whatever its `Content-Length`.
+- **rate limits and retries**: a 429 is waited out here, and python-gitlab never sees one (its own retry reads
+  `Retry-After` with `int()`, which an HTTP date or `1.5` crashes, and sleeps as long as `RateLimit-Reset`
+  says): `Retry-After` as seconds (fractional, negative read as 0) or an HTTP date, else `RateLimit-Reset`,
+  else a short backoff; never past `MAX_WAIT_SECONDS`, at most `MAX_RETRIES` times in a row. A client that asks
+  for retries of transient failures (`retry_transient_errors`: a 5xx, a dropped connection) gets them here too,
+  on a 0.1 s doubling backoff, at most `MAX_TRANSIENT_RETRIES`; `MAX_UNREACHABLE` failed connections in a row
+  stop the run.
 - **requests per run**: at most `MAX_REQUESTS` per client; a list is read `list_pages` at a time, at most
   `MAX_PAGES` pages, and a page already read (same link, same content) stops it; lookups one by one (a
   pipeline's source: `MAX_PIPELINE_LOOKUPS`) stop before the run's last requests (`requests_left`).
@@ -26,20 +33,18 @@ python-gitlab is imported by whoever calls `connect`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import math
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import requests
 
 from infra.documents import GITLAB_ANSWER, Budget, DocumentError, parse_json, printable
+from infra.gitlab_waits import Delay, retry_delay, seconds_text  # noqa: F401 - Delay: callers read it here
 
 if TYPE_CHECKING:
     import gitlab
@@ -66,10 +71,6 @@ ANSWER_SECONDS = 120
 MAX_LINK = 2_048
 """Characters of a next-page link."""
 _CHUNK = 64 << 10
-_WAIT_HEADERS = ("Retry-After", "RateLimit-Reset")
-_YEAR = 365 * 86_400.0
-_EPOCH_2001 = 978_307_200
-"""`RateLimit-Reset` below this is a number of seconds (the IETF draft), above it a Unix time (GitLab)."""
 
 
 class RefusedAnswer(requests.RequestException):
@@ -142,64 +143,10 @@ def wait(seconds: float) -> None:
     time.sleep(seconds)
 
 
-@dataclass(frozen=True)
-class Delay:
-    """How long a 429 asks to wait, and what said so (`Retry-After`, `RateLimit-Reset`, or "" for a backoff)."""
-
-    seconds: float
-    source: str = ""
-
-
-def retry_delay(headers: Mapping[str, str], attempt: int, now: float) -> Delay:
-    """The wait a 429's headers ask for (pure): `Retry-After` in seconds or as an HTTP date, else
-    `RateLimit-Reset`, else 0.1 s doubling per attempt. Negative is 0; unreadable is ignored; inf stays inf."""
-    after = (headers.get("Retry-After") or "").strip()[:100]
-    if after:
-        seconds = _number(after)
-        if seconds is None:
-            seconds = _http_date(after, now)
-        if seconds is not None:
-            return Delay(max(0.0, seconds), "Retry-After")
-    reset = _number((headers.get("RateLimit-Reset") or "").strip()[:100])
-    if reset is not None:
-        return Delay(max(0.0, reset - now if reset >= _EPOCH_2001 else reset), "RateLimit-Reset")
-    return Delay(0.1 * 2 ** min(attempt, 10))
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return None if math.isnan(value) else value
-
-
-def _http_date(text: str, now: float) -> float | None:
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:  # `-0000`: "UTC, origin unknown"
-        when = when.replace(tzinfo=UTC)
-    try:
-        return when.timestamp() - now
-    except (OverflowError, OSError, ValueError):
-        return None
-
-
-def _seconds_text(seconds: float) -> str:
-    if math.isinf(seconds):
-        return "forever"
-    if seconds >= _YEAR:
-        return "more than a year"
-    if seconds.is_integer() or seconds >= 1000:
-        return f"{seconds:.0f} s"
-    return f"{seconds:.1f} s"
-
-
 class PinnedSession(requests.Session):
     """A requests session that sends nothing to an origin other than `url`'s (redirect hops included), reads
-    every answer within `budget`, waits out 429s within a cap, and sends at most `max_requests` requests."""
+    every body within `budget.max_bytes` and `ANSWER_SECONDS`, waits out 429s within a cap, retries a transient
+    failure only when asked (`retry_transient`), and sends at most `max_requests` requests."""
 
     def __init__(
         self,
@@ -210,14 +157,16 @@ class PinnedSession(requests.Session):
         max_retries: int = MAX_RETRIES,
         max_wait: float = MAX_WAIT_SECONDS,
         notice: Callable[[str], None] | None = None,
+        retry_transient: bool = False,
     ) -> None:
         super().__init__()
         self.pinned = origin(url)
         self.pinned_text = shown_origin(url)
         self.budget, self.max_requests = budget, max_requests
         self.max_retries, self.max_wait, self.notice = max_retries, max_wait, notice
+        self.retry_transient = retry_transient
         self.sent = self.unreachable = 0
-        self.hooks["response"].insert(0, self._read_bounded)
+        self.hooks["response"].insert(0, self._bound_body)
 
     def requests_left(self) -> int:
         """Requests this session may still send; one request may take `max_retries` + 1 of them."""
@@ -231,7 +180,7 @@ class PinnedSession(requests.Session):
                 f"page on another host): the token is sent to {self.pinned_text} only; check the URL given, or "
                 "GitLab's external_url"
             )
-        attempt = 0
+        limited = transient = 0
         while True:
             self.sent += 1
             if self.sent > self.max_requests:
@@ -240,96 +189,180 @@ class PinnedSession(requests.Session):
                 )
             try:
                 response = super().send(request, **kwargs)
-            except (requests.ConnectionError, requests.Timeout) as err:
-                self.unreachable += 1
-                if self.unreachable >= MAX_UNREACHABLE:
-                    raise Unreachable(
-                        f"cannot reach GitLab at {self.pinned_text} ({self.unreachable} attempts in a row): "
-                        f"{printable(str(err), 200)}"
-                    ) from None
-                raise
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as err:
+                if not isinstance(err, requests.exceptions.ChunkedEncodingError):
+                    self._unreachable(err)
+                if not self.retry_transient or transient >= MAX_TRANSIENT_RETRIES:
+                    raise
+                wait(_backoff(transient))
+                transient += 1
+                continue
             self.unreachable = 0
-            if response.status_code != 429:
-                # python-gitlab retries a 5xx itself (`retry_transient_errors`) and would read these with `int()`
-                # and sleep as long as they say: without them it backs off 0.1 s, doubling, a few times.
-                for header in _WAIT_HEADERS:
-                    response.headers.pop(header, None)
-                return response
-            self._wait_out(response, attempt)
-            attempt += 1
+            if response.status_code == 429:
+                self._wait_out(response, limited)
+                limited += 1
+                continue
+            if self.retry_transient and _transient(response) and transient < MAX_TRANSIENT_RETRIES:
+                response.close()
+                wait(_backoff(transient))
+                transient += 1
+                continue
+            return response
+
+    def _unreachable(self, err: Exception) -> None:
+        """Count a connection failure; Unreachable once `MAX_UNREACHABLE` came in a row."""
+        self.unreachable += 1
+        if self.unreachable >= MAX_UNREACHABLE:
+            raise Unreachable(
+                f"cannot reach GitLab at {self.pinned_text} ({self.unreachable} attempts in a row): "
+                f"{printable(str(err), 200)}"
+            ) from None
 
     def _wait_out(self, response: requests.Response, attempt: int) -> None:
         """Sleep as a 429 asks, within the caps; RateLimited when it asks too much or keeps coming."""
+        response.close()
         if attempt >= self.max_retries:
             raise RateLimited(f"GitLab still rate-limits (HTTP 429) after {self.max_retries} retries: try again later")
         delay = retry_delay(response.headers, attempt, time.time())
         if delay.seconds > self.max_wait:
             asked = (
-                f"resets in {_seconds_text(delay.seconds)} (RateLimit-Reset)"
+                f"resets in {seconds_text(delay.seconds)} (RateLimit-Reset)"
                 if delay.source == "RateLimit-Reset"
-                else f"asks to wait {_seconds_text(delay.seconds)}"
+                else f"asks to wait {seconds_text(delay.seconds)}"
             )
             raise RateLimited(f"GitLab's rate limit (HTTP 429) {asked}, more than {self.max_wait:g} s: try again later")
         if self.notice is not None:
             why = f"as {delay.source} asks" if delay.source else "(no usable Retry-After)"
             path = printable(urlsplit(response.request.path_url or "").path, 120)
             self.notice(
-                f"GitLab rate limit (HTTP 429) on {path}: waiting {_seconds_text(delay.seconds)} {why}, "
+                f"GitLab rate limit (HTTP 429) on {path}: waiting {seconds_text(delay.seconds)} {why}, "
                 f"then retrying ({attempt + 1} of at most {self.max_retries})"
             )
         wait(delay.seconds)
 
-    def _read_bounded(self, response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
-        """A response hook (every hop, before requests reads a byte of it): the body within the budget, and its
-        JSON parsed once, safely, for python-gitlab's `response.json()`."""
-        name = f"GitLab's answer to {response.request.method} {printable(urlsplit(response.url).path, 120)}"
-        data = self._body(response, name)
-        value: Any = _NOT_JSON
-        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if data and (content_type == "application/json" or content_type.endswith("+json")):
+    def _bound_body(self, response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+        """A response hook (every hop, before a byte of the body is read): a body declared too large is refused
+        (unless its caller streams it: it reads what it needs); any is read through `BoundedBody`, requests' own
+        `Response.raw` stream wrapped."""
+        name = answer_name(response)
+        declared = response.headers.get("Content-Length", "")
+        streamed = kwargs.get("stream") and 200 <= response.status_code < 300  # read in part: a trace
+        if declared.isdigit() and int(declared) > self.budget.max_bytes and not streamed:
+            response.close()
+            raise BadAnswer(_too_large(name, self.budget.max_bytes))
+        response.raw = BoundedBody(response.raw, self.budget.max_bytes, name)
+        return response
+
+
+MAX_TRANSIENT_RETRIES = 10
+"""Retries of a 5xx or a dropped connection, where a client asks for them (`mr-note`), on a short backoff."""
+_TRANSIENT = frozenset({500, 502, 503, 504, *range(520, 531)})
+
+
+def _transient(response: requests.Response) -> bool:
+    """A failure worth one more try: a 5xx of a proxy or a restarting GitLab, or a repository lock (409)."""
+    code = response.status_code
+    return code in _TRANSIENT or (code == 409 and "Resource lock" in (response.reason or ""))
+
+
+def _backoff(attempt: int) -> float:
+    """0.1 s, doubling: a 5xx's own `Retry-After` is not read (a date in year 9999 would be a wait for ever)."""
+    return 0.1 * 2 ** min(attempt, 10)
+
+
+def answer_name(response: requests.Response) -> str:
+    """`GitLab's answer to GET /api/v4/...`, escaped: what a refusal of this answer names."""
+    method = response.request.method if response.request is not None else "GET"
+    return f"GitLab's answer to {method} {printable(urlsplit(response.url).path, 120)}"
+
+
+def _too_large(name: str, limit: int) -> str:
+    return f"{name}: larger than {limit >> 10} KiB, not a GitLab answer"
+
+
+class BoundedBody:
+    """A response's body as requests reads it (`Response.raw`, urllib3's stream): BadAnswer once more than
+    `limit` bytes (decoded: a gzip bomb counts as what it expands to) or `ANSWER_SECONDS` have gone by, the
+    connection closed; a larger body is never held whole."""
+
+    def __init__(self, raw: Any, limit: int, name: str) -> None:
+        self._raw, self.limit, self.name = raw, limit, name
+        self.count = 0
+        self._deadline = time.monotonic() + ANSWER_SECONDS
+
+    def stream(self, amount: int = _CHUNK, decode_content: bool | None = None) -> Iterator[bytes]:
+        for chunk in self._raw.stream(amount, decode_content=decode_content):
+            self._counted(chunk)
+            yield chunk
+
+    def read(self, amount: int | None = None, decode_content: bool | None = None, **kwargs: Any) -> bytes:
+        room = self.limit + 1 - self.count
+        data: bytes = self._raw.read(room if amount is None else min(amount, room), decode_content=decode_content)
+        self._counted(data)
+        return data
+
+    def _counted(self, chunk: bytes) -> None:
+        self.count += len(chunk)
+        if self.count > self.limit:
+            self._raw.close()
+            raise BadAnswer(_too_large(self.name, self.limit))
+        if time.monotonic() > self._deadline:
+            self._raw.close()
+            raise BadAnswer(f"{self.name}: still arriving after {ANSWER_SECONDS} s: stopped")
+
+    def __getattr__(self, name: str) -> Any:  # the rest of urllib3's response: close, release_conn, reason...
+        return getattr(self._raw, name)
+
+
+def json_value(response: requests.Response, budget: Budget = GITLAB_ANSWER) -> Any:
+    """The JSON value of an answer read whole, parsed within `budget` (`infra.documents.parse_json`); ValueError
+    for an answer that is not JSON (by its `Content-Type` or its text), DocumentError past the budget."""
+    content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if not (content_type == "application/json" or content_type.endswith("+json")) or not response.content:
+        raise ValueError("not a JSON answer")
+    return parse_json(response.content, answer_name(response), budget)
+
+
+@functools.cache
+def _checked_backend() -> type:
+    """python-gitlab's backend (its `backend=` seam) over a `PinnedSession`, whose answers are checked JSON; made
+    on first use, since python-gitlab is slow to import."""
+    from gitlab._backends.requests_backend import RequestsBackend, RequestsResponse  # noqa: PLC0415
+
+    class CheckedAnswer(RequestsResponse):
+        """An answer whose JSON body was parsed within the session's budget: a 2xx that is not is refused
+        (BadAnswer); for another status python-gitlab reads GitLab's message from `json()`, which says "not JSON"
+        rather than hand python-gitlab a body its parser cannot take (a 5,000-deep list is a RecursionError)."""
+
+        def __init__(self, response: requests.Response, budget: Budget) -> None:
+            super().__init__(response)
+            self.value: Any = _NOT_JSON
             try:
-                value = parse_json(data, name, self.budget)
+                self.value = json_value(response, budget)
             except DocumentError as err:
                 if 200 <= response.status_code < 300:
                     raise BadAnswer(str(err)) from None
-        response.json = _json_of(value)  # type: ignore[method-assign]
-        return response
+            except ValueError:
+                pass
 
-    def _body(self, response: requests.Response, name: str) -> bytes:
-        limit = self.budget.max_bytes
-        too_large = f"{name}: larger than {limit >> 10} KiB, not a GitLab answer"
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
-            response.close()
-            raise BadAnswer(too_large)
-        data = bytearray()
-        deadline = time.monotonic() + ANSWER_SECONDS
-        try:
-            for chunk in response.iter_content(_CHUNK):
-                data += chunk
-                if len(data) > limit:
-                    raise BadAnswer(too_large)
-                if time.monotonic() > deadline:
-                    raise BadAnswer(f"{name}: still arriving after {ANSWER_SECONDS} s: stopped")
-        except BadAnswer:
-            response.close()
-            raise
-        body = bytes(data)
-        response._content = body  # what `response.content` returns from now on
-        response._content_consumed = True
-        return body
+        def json(self) -> Any:
+            if self.value is _NOT_JSON:
+                raise ValueError("not a JSON answer")
+            return self.value
+
+    class CheckedBackend(RequestsBackend):
+        def http_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> RequestsResponse:
+            answer = super().http_request(method, url, *args, **kwargs)
+            if kwargs.get("stream") and 200 <= answer.status_code < 300:  # its caller reads it, as a stream
+                return answer
+            session = self.client
+            budget = session.budget if isinstance(session, PinnedSession) else GITLAB_ANSWER
+            return CheckedAnswer(answer.response, budget)
+
+    return CheckedBackend
 
 
 _NOT_JSON = object()
-
-
-def _json_of(value: Any) -> Callable[..., Any]:
-    def json(**_: Any) -> Any:
-        if value is _NOT_JSON:
-            raise ValueError("not a JSON answer")
-        return value
-
-    return json
 
 
 def connect(
@@ -339,21 +372,25 @@ def connect(
     job_token: str | None = None,
     notice: Callable[[str], None] | None = None,
     max_requests: int = MAX_REQUESTS,
+    retry_transient_errors: bool = False,
     **kwargs: Any,
 ) -> gitlab.Gitlab:
-    """A python-gitlab client on `url` whose requests go through a `PinnedSession`; `notice` is told of each
-    rate-limit wait (one line).
+    """A python-gitlab client on `url` whose requests go through a `PinnedSession` and whose answers are checked
+    (its `backend`); `notice` is told of each rate-limit wait (one line). `retry_transient_errors` is the
+    session's: python-gitlab's own retries read `Retry-After` with `int()` (an HTTP date or `1.5` ends in a
+    traceback) and sleep as long as `RateLimit-Reset` says, so they never run (the session hands it no 429).
 
     `keep_base_url`: a next-page link GitLab builds from another external_url is rewritten onto `url`, so a
     GitLab behind a proxy still pages; a link to another host that is not GitLab's API is refused."""
     import gitlab  # noqa: PLC0415 - slow to import: only the commands that talk to GitLab pay for it
 
-    session = PinnedSession(url, notice=notice, max_requests=max_requests)
+    session = PinnedSession(url, notice=notice, max_requests=max_requests, retry_transient=retry_transient_errors)
     return gitlab.Gitlab(
         url,
         private_token=private_token,
         job_token=job_token,
         session=session,
+        backend=_checked_backend(),
         keep_base_url=True,
         timeout=30,
         **kwargs,
@@ -399,7 +436,7 @@ def list_pages(
     for number in range(1, max_pages + 1):
         response = client.http_request("get", url, query_data=params)
         try:
-            page = response.json()
+            page = json_value(response)
         except ValueError:
             raise BadAnswer(f"{what}: page {number} is not a JSON answer") from None
         if not isinstance(page, list):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gitlab.exceptions import GitlabHttpError
 from support.fake_gitlab import FakeGitLab, Raw, Token, running
 from support.paths import ROOT
 
@@ -265,3 +266,30 @@ def test_every_gitlab_command_refuses_what_no_request_can_carry_in_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and expected in err, err
     assert "abcdefghijklmnop" not in err
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 5000 + b"]" * 5000, b'{"message": NaN}', b"\xff\xfe not text", b"<html>502</html>"],
+    ids=["deep", "nan", "binary", "html"],
+)
+def test_an_error_answer_whose_body_is_no_json_within_the_budget_is_still_its_status(
+    body: bytes, gitlab: FakeGitLab
+) -> None:
+    """python-gitlab reads an error's message with `json()` on any answer: a 5,000-deep body would be a
+    RecursionError in its parser. The backend's answer says "not JSON" instead: the refusal is the 404."""
+    gitlab.answer = lambda method, path, query: (404, Raw(body), {})
+    client = connect(gitlab.url, private_token="bot-token")
+    with pytest.raises(GitlabHttpError) as refused:
+        gitlab_api.get_object(client, "/user", "GET /user")
+    assert refused.value.response_code == 404
+
+
+def test_a_body_larger_than_the_budget_is_cut_off_while_it_arrives(gitlab: FakeGitLab) -> None:
+    """No Content-Length: the body is read through the bounded stream and stops past 8 MiB, not held whole."""
+    chunk = b" " * (1 << 20)
+    gitlab.answer = lambda method, path, query: (200, Raw(iter([b"["] + [chunk] * 64 + [b"]"])), {})
+    client = connect(gitlab.url, private_token="bot-token")
+    with pytest.raises(BadAnswer, match=r"GitLab's answer to GET /api/v4/user: larger than 8192 KiB"):
+        client.http_get("/user")
+    assert gitlab.bytes_sent < 40 << 20

@@ -14,27 +14,33 @@ long, or a measured figure the spec refuses.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import yaml
+
 from infra.cli import fail
 from infra.config.errors import SpecError
+from infra.config.pools import PoolSpec
 from infra.documents import printable
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
-from infra.offline.stack_config import stack_file as stack_file_path  # infra.workload.stack_file is the YAML editor
+from infra.offline.stack_config import stack_file as stack_file_path
+from infra.offline.stack_edit import Change
+from infra.sim.levers import apply
 from infra.workload.figures import WorkloadEdit, comparison, resolve, workload_edit
 from infra.workload.job_entries import EARLIEST, LATEST, parse_time
 from infra.workload.mapping import routing_of
 from infra.workload.measure import measure, observed_days, observed_start, training_in_window
-from infra.workload.report import render_comparison, render_report
+from infra.workload.model_error import model_error
+from infra.workload.report import render_comparison, render_prepares, render_report
+from infra.workload.waits import class_waits, cold_start_edit, pool_starts
 
 TOKEN_VARIABLE = "GITLAB_TOKEN"
 MAX_DAYS = 366
@@ -108,7 +114,7 @@ class GitlabSource:
 def _from_gitlab(
     args: argparse.Namespace, config: StackConfig, platform: Platform, path: Path, source: GitlabSource
 ) -> int:
-    # python-gitlab and ruamel.yaml are imported here, not at the top: `python -m infra plan` must not pay.
+    # python-gitlab is imported here, not at the top: `python -m infra plan` must not pay.
     from infra.workload.gitlab_jobs import Progress, ReadError, read_history  # noqa: PLC0415
 
     routing = routing_of(platform)
@@ -120,6 +126,7 @@ def _from_gitlab(
             source.since,
             progress=Progress(sys.stderr),
             wants_source=training_in_window(routing, source.since, source.until),
+            wants_trace=training_in_window(routing, source.since, source.until),
         )
     except ReadError as err:
         return _fail(str(err), err.exit_code)
@@ -137,6 +144,7 @@ def _from_gitlab(
         sources=history.pipeline_sources,
         zone=ZoneInfo(workload.time_zone if workload is not None else "UTC"),
         start=observed_start(source.since, history.created_at, first),
+        prepares=history.traces.prepares,
     )
     skipped = history.ledger.summary()
     if measurement.seen == 0:
@@ -148,8 +156,13 @@ def _from_gitlab(
     resolution = resolve(measurement, assumed)
     poll_timeouts = {pool: r.poll_timeout_seconds for pool, r in platform.runners.items()}
     _say(render_report(measurement, resolution, history.project, poll_timeouts))
+    starts = pool_starts(measurement.ran, [pool.name for pool in platform.pools.values() if pool.runner])
+    cold = {pool: start.written()["cold_start_minutes"] for pool, start in starts.items() if start.cold}
+    error = model_error(platform, measurement, resolution, cold) if history.traces.prepares else None
+    if measurement.ran:
+        _say("\n" + render_prepares(starts, class_waits(measurement.ran), error))
     classes = "; ".join(note for note in (history.pipeline_note, resolution.unknown_note) if note)
-    for note in (history.runner_note, classes, *resolution.notes, skipped):
+    for note in (history.runner_note, classes, *resolution.notes, history.traces.note(), skipped):
         if note:
             _say(f"note: {note}")
     if measurement.training_jobs == 0:
@@ -163,42 +176,58 @@ def _from_gitlab(
         _say("workload: no kind could be written (see the notes above): nothing written")
         return 0
     _say("\n" + render_comparison(comparison(measurement, resolution, edit, assumed)))
+    pools, rows = cold_start_edit(starts, (config.get("platform") or {}).get("pools"), PoolSpec.model_fields)
+    if rows:
+        _say("\n" + render_comparison(rows, "platform.pools"))
     header = (
         f"measured from {history.project}, {measurement.since:%Y-%m-%d} .. {measurement.until:%Y-%m-%d} "
         f"({measurement.training_jobs} training jobs)\n"
         f"replaces `workload:` under {config.project}:platform in {path.name} (or run with --write)"
     )
-    return _output(args, config, path, edit, header)
+    return _output(args, config, path, Edit(edit, pools), header)
 
 
-def _output(args: argparse.Namespace, config: StackConfig, path: Path, edit: WorkloadEdit, header: str) -> int:
+@dataclass(frozen=True)
+class Edit:
+    """What `--write` changes: `platform.workload`, and the pools' measured cold starts."""
+
+    workload: WorkloadEdit
+    pools: list[Change]
+
+
+def _output(args: argparse.Namespace, config: StackConfig, path: Path, edit: Edit, header: str) -> int:
     """The `workload:` section with the figures: written into the stack file (`--write`) or printed, once the
     spec accepts it; refused in one line otherwise, so that `plan` never refuses what this command wrote."""
-    from infra.workload import stack_file  # noqa: PLC0415 - ruamel.yaml: only this command pays for it
+    from infra.offline import stack_edit  # noqa: PLC0415 - the editor only where it is used
+    from infra.workload.section import measured_section  # noqa: PLC0415
 
+    assumed = (config.get("platform") or {}).get("workload")
     try:
-        document = stack_file.load(path)
-        section = stack_file.apply(stack_file.platform_node(document, config.project), edit)
+        text = stack_edit.write_section(
+            stack_edit.read(path), path.name, config.project, "workload", measured_section(assumed, edit.workload)
+        )
+        section = stack_edit.section_text(text, path.name, config.project, "workload")
         if args.write:
-            text = stack_file.dump(document)
+            text = stack_edit.set_keys(text, path.name, config.project, edit.pools)
             refusal = _file_refusal(text, args.stack, path.name)
-            if not refusal and (others := _others_changed(text, config, path.name)):
-                raise stack_file.EditError(
+            if not refusal and (others := _others_changed(text, config, path.name, edit.pools)):
+                raise stack_edit.EditError(
                     f"{path.name}: writing platform.workload would also change {others} (an anchor or an alias "
                     "shares its value): write the workload without it"
                 )
         else:
-            plain = json.loads(json.dumps(section))  # the section as pasted: plain YAML values
+            plain = yaml.safe_load(section)["workload"]  # the section as pasted: plain YAML values
             refusal = _spec_refusal({**(config.get("platform") or {}), "workload": plain})
         if refusal:
             return _fail(f"the measured workload does not fit the spec, so nothing is written: {refusal}", 1)
         if args.write:
-            stack_file.write(path, text)
+            stack_edit.write(path, text)
             _say(f"workload: wrote platform.workload into {path}")
             return 0
-    except stack_file.EditError as err:
+    except stack_edit.EditError as err:
         return _fail(f"{err}: nothing written")
-    sys.stdout.write(stack_file.section_text(section, header))
+    pad = " " * (len(section) - len(section.lstrip(" ")))
+    sys.stdout.write("".join(f"{pad}# {line}\n" for line in header.splitlines()) + section)
     return 0
 
 
@@ -214,9 +243,10 @@ def _file_refusal(text: str, stack: str, name: str) -> str:
             return str(err)
 
 
-def _others_changed(text: str, before: StackConfig, name: str) -> str:
-    """The keys besides `platform.workload` whose value the stack file `text` changes against `before` (a YAML
-    anchor shares one value between places: editing it in one edits it in all), or ""."""
+def _others_changed(text: str, before: StackConfig, name: str, settings: Sequence[Change]) -> str:
+    """The keys besides `platform.workload` and the pool keys `settings` sets whose value the stack file `text`
+    changes against `before` (a YAML anchor shares one value between places: editing it in one edits it in
+    all), or ""."""
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / name
         copy.write_text(text, encoding="utf-8")
@@ -230,7 +260,9 @@ def _others_changed(text: str, before: StackConfig, name: str) -> str:
             others |= {f"{key}.{k}": v for k, v in platform.items() if k != "workload"}
         return others
 
-    old, new = rest(before), rest(after)
+    platform = before.values.get(key)
+    intended = before.with_values({key: apply(platform, settings)}) if isinstance(platform, dict) else before
+    old, new = rest(intended), rest(after)
     return ", ".join(sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k)))
 
 

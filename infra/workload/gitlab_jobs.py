@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TextIO
 from urllib.parse import quote
 
@@ -38,6 +38,7 @@ from infra.gitlab_api import (
     gitlab_status,
     list_pages,
 )
+from infra.workload.gitlab_traces import Traces, read_traces
 from infra.workload.job_entries import MAX_TEXT, FieldError, Job, Ledger, aware_time, pipeline_source, tag_list
 from infra.workload.measure import FINISHED
 
@@ -78,6 +79,8 @@ class History:
     """Sources of the pipelines asked for one by one (their jobs' entries did not say)."""
     pipeline_note: str = ""
     """Why some pipelines' sources are missing, if they are."""
+    traces: Traces = field(default_factory=Traces)
+    """The prepare times the training jobs' traces tell (`gitlab_traces`)."""
     ledger: Ledger = field(default_factory=Ledger)
     """What was skipped from GitLab's answers, and why."""
 
@@ -121,10 +124,13 @@ def read_history(
     per_page: int = 100,
     max_pages: int | None = None,
     wants_source: Wanted | None = None,
+    wants_trace: Wanted | None = None,
+    now: datetime | None = None,
 ) -> History:
     """The project's jobs created since `since` (and the first older page's remainder), newest first; at most
     `max_pages` pages (default MAX_PAGES). `wants_source(job, runner_tags)`: the jobs whose pipeline's source
-    matters, asked for where their entries lack it (default: none)."""
+    matters, asked for where their entries lack it (default: none); `wants_trace`: the jobs whose trace's start
+    is read for their prepare time (default: none), after the sources, within what the run has left."""
     progress = progress or Progress()
     client = connect(url, private_token=token, notice=progress.say)
     shown = printable(project, 120)
@@ -151,6 +157,9 @@ def read_history(
         _read_runner_tags(client, history)
         if wants_source is not None:
             _read_pipeline_sources(client, history, project_path, wants_source, progress)
+        if wants_trace is not None:
+            ran = [job for job in history.jobs if job.started_at is not None and wants_trace(job, history.runner_tags)]
+            history.traces = read_traces(client, project_path, ran, now or datetime.now(UTC), progress)
         return history
     except GitlabAuthenticationError as err:
         raise ReadError(

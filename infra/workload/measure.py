@@ -19,6 +19,7 @@ from infra.config.workload import JobClass
 from infra.workload.job_entries import Job
 from infra.workload.kinds import job_class, kind_of, minute_of_day, weekday
 from infra.workload.mapping import Routing, profile_of
+from infra.workload.traces import Prepare
 
 NOT_TRAINING = "not a training job"
 RUNNER_SYSTEM_FAILURE = "runner_system_failure"
@@ -50,6 +51,8 @@ class Tally:
     queued: list[float] = field(default_factory=list)
     failures: Counter[str] = field(default_factory=Counter)
     pipelines: set[int] = field(default_factory=set)
+    with_prepare: int = 0
+    """Of `durations`, those from which the job's prepare (its trace told it) was taken off."""
 
     def per_day(self, days: float) -> float:
         return self.jobs / days
@@ -63,14 +66,15 @@ class Tally:
     def failed(self, job: Job) -> None:
         self.failures[job.failure_reason or "unknown_failure"] += 1
 
-    def ran(self, job: Job) -> None:
+    def ran(self, job: Job, prepare: Prepare | None = None) -> None:
         self.jobs += 1
         if job.pipeline_id is not None:
             self.pipelines.add(job.pipeline_id)
         if job.queued_duration is not None:
             self.queued.append(job.queued_duration)
         if job.status == "success" and job.duration is not None:
-            self.durations.append(job.duration)
+            self.durations.append(run_seconds(job, prepare))
+            self.with_prepare += prepare is not None
 
 
 @dataclass
@@ -91,6 +95,7 @@ class KindTally(Tally):
         """Count `other`'s jobs as this kind's (a class folded into another)."""
         self.jobs += other.jobs
         self.durations += other.durations
+        self.with_prepare += other.with_prepare
         self.queued += other.queued
         self.failures.update(other.failures)
         self.pipelines |= other.pipelines
@@ -103,6 +108,38 @@ class ProfileFigures(Tally):
     """One profile's jobs in the window, and the same jobs by kind and class."""
 
     kinds: dict[tuple[str, JobClass | None], KindTally] = field(default_factory=dict)
+
+
+def run_seconds(job: Job, prepare: Prepare | None) -> float:
+    """How long a job ran: GitLab's `duration` (from the runner picking it) less the wait for its pod, where its
+    trace told it; at least a second."""
+    assert job.duration is not None
+    return max(1.0, job.duration - prepare.seconds) if prepare is not None else job.duration
+
+
+@dataclass(frozen=True)
+class RanJob:
+    """A training job a runner took, as the waits and the replay read it."""
+
+    id: int
+    profile: str
+    pool: str
+    kind: str
+    job_class: JobClass | None
+    created_at: datetime
+    queued: float | None
+    """GitLab's `queued_duration`: waiting for a runner."""
+    prepare: Prepare | None
+    """From being picked to its pod running (its trace), if known."""
+    run: float | None
+    """Seconds it ran (`run_seconds`), None without a `duration`."""
+
+    @property
+    def wait(self) -> float | None:
+        """From queued to running: GitLab's queue, then the pod's wait (GitLab counts that as running)."""
+        if self.queued is None or self.prepare is None:
+            return None
+        return self.queued + self.prepare.seconds
 
 
 @dataclass
@@ -121,6 +158,8 @@ class Measurement:
     """Start of the days observed (`since`, or the project's creation if later)."""
     zone: tzinfo = UTC
     """The workload's time zone: arrivals and weekdays are told in it."""
+    ran: list[RanJob] = field(default_factory=list)
+    """The training jobs a runner took, oldest first."""
 
     @property
     def observed_from(self) -> datetime:
@@ -150,12 +189,16 @@ def measure(
     sources: Mapping[int, str] | None = None,
     zone: tzinfo = UTC,
     start: datetime | None = None,
+    prepares: Mapping[int, Prepare] | None = None,
 ) -> Measurement:
     """Sort the window's jobs (created in [since, until)) into profiles and kinds, and sum them up.
 
     `runner_tags`: the tags of the runners (by id) where they could be read; the job list has none.
-    `sources`: pipeline sources by pipeline id, for jobs whose entry does not carry its pipeline's."""
+    `sources`: pipeline sources by pipeline id, for jobs whose entry does not carry its pipeline's.
+    `prepares`: by job id, the wait from being picked to the pod running, where a trace told it."""
     families = {p.name: p.families for p in routing.profiles}
+    pools = {p.name: p.pool for p in routing.profiles}
+    prepares = prepares or {}
     figures = {p.name: ProfileFigures(p.name) for p in routing.profiles}
     other = ProfileFigures(NOT_TRAINING)
     result = Measurement(since, until, days, figures, other, start=start, zone=zone)
@@ -180,10 +223,15 @@ def measure(
                 tally.failed(job)
         if job.started_at is None:
             continue
+        prepare = prepares.get(job.id)
         for tally in tallies:
-            tally.ran(job)
-        if kind is not None:
+            tally.ran(job, prepare)
+        if kind is not None and name is not None:
             kind.arrived(job, zone)
+            run = None if job.duration is None else run_seconds(job, prepare)
+            facts = (job.id, name, pools[name], kind.name, kind.job_class, job.created_at, job.queued_duration)
+            result.ran.append(RanJob(*facts, prepare, run))
+    result.ran.sort(key=lambda ran: ran.id)
     return result
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from infra.config.workload import JobClass
 from infra.render.text import render_table
 from infra.workload.figures import Figure, Resolution
-from infra.workload.measure import RUNNER_SYSTEM_FAILURE, Measurement, Tally
+from infra.workload.measure import RUNNER_SYSTEM_FAILURE, Measurement, Tally, percentile
+from infra.workload.model_error import ModelError
+from infra.workload.waits import PoolStarts, Waits
 
 MAX_REASONS_SHOWN = 5
 """Failure reasons a row names; the rest are counted together."""
@@ -88,8 +91,8 @@ def render_report(
         f"a kind's jobs/day are on the days it runs; days and hours are in {zone} (hours: its middle 90 % of "
         "arrivals)\n"
         "durations are of successful jobs; jobs/day counts every job a runner took (failed ones too)\n"
-        "a duration includes the pod's wait for a node, and a job that shared its GPU ran slower: "
-        "see docs/workload.md\n"
+        f"a duration is the run alone: the wait for the pod is taken off where the trace told it "
+        f"({_with_prepare(measurement)}); a job that shared its GPU ran slower: see docs/workload.md\n"
     )
     if any(RUNNER_SYSTEM_FAILURE in p.failures for p in measurement.profiles.values()):
         waited = _poll_timeouts(poll_timeouts or {})
@@ -100,6 +103,12 @@ def render_report(
     return text
 
 
+def _with_prepare(measurement: Measurement) -> str:
+    durations = sum(len(p.durations) for p in measurement.profiles.values())
+    told = sum(p.with_prepare for p in measurement.profiles.values())
+    return f"{told} of {durations} durations"
+
+
 def _poll_timeouts(seconds: Mapping[str, int]) -> str:
     if not seconds:
         return ""
@@ -108,9 +117,58 @@ def _poll_timeouts(seconds: Mapping[str, int]) -> str:
     return " (" + ", ".join(f"{pool}: {value} s" for pool, value in sorted(seconds.items())) + ")"
 
 
-def render_comparison(figures: list[Figure]) -> str:
+def render_comparison(figures: list[Figure], section: str = "platform.workload") -> str:
     """Assumed (the stack file) vs measured (GitLab) vs what is written, one row per key."""
     rows = [(f.key, "-" if f.assumed is None else str(f.assumed), f.measured, str(f.written), f.note) for f in figures]
-    return "assumed vs measured (platform.workload):\n" + render_table(
-        ("key", "assumed", "measured", "written", ""), rows
-    )
+    return f"assumed vs measured ({section}):\n" + render_table(("key", "assumed", "measured", "written", ""), rows)
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.1f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def render_prepares(starts: Mapping[str, PoolStarts], waits: Mapping[JobClass, Waits], error: ModelError | None) -> str:
+    """The traces' figures: each pool's cold and warm prepares, each class's wait from queued to running, and
+    the model's error (the window replayed) beside it."""
+    rows = []
+    for pool, start in starts.items():
+        cold = [percentile(start.cold, 50), percentile(start.cold, 90), max(start.cold, default=None)]
+        rows.append(
+            (
+                pool,
+                str(len(start.cold)),
+                " / ".join(_minutes(value) for value in cold),
+                str(len(start.warm)),
+                " / ".join(_minutes(percentile(start.warm, pct)) for pct in (50, 90)),
+            )
+        )
+    text = "prepare: from a runner taking a job to its pod running (the traces; cold: the pod waited for a node)\n"
+    text += render_table(("pool", "cold starts", "p50 / p90 / max (min)", "warm", "p50 / p90 (min)"), rows)
+    replayed = {c.job_class: c for c in error.classes} if error is not None else {}
+    rows = []
+    for job_class, wait in waits.items():
+        model = replayed.get(job_class)
+        rows.append(
+            (
+                job_class,
+                str(wait.n),
+                f"{_minutes(wait.p(50))} / {_minutes(wait.p(95))}",
+                "-"
+                if model is None
+                else f"{_minutes(percentile(model.replayed, 50))} / {_minutes(percentile(model.replayed, 95))}",
+                "-" if model is None else f"{_ratio(model.ratio(50))} / {_ratio(model.ratio(95))}",
+            )
+        )
+    text += "\nwait from queued to running (queued_duration + prepare), measured and by the model (the window replayed)"
+    text += ":\n"
+    text += render_table(("class", "n", "measured p50 / p95 (min)", "model p50 / p95 (min)", "model / measured"), rows)
+    lost = sum(c.lost for c in replayed.values())
+    if lost:
+        text += f"note: {lost} jobs the replay did not run (they failed in the model) are left out of both sides\n"
+    if error is not None and error.note:
+        text += f"note: the model's error: {error.note}\n"
+    return text

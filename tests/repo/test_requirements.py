@@ -68,7 +68,7 @@ def test_the_program_imports_exactly_the_runtime_pins() -> None:
     assert not any(m.startswith(("infra.offline", "infra.cli", "infra.workload", "policy")) for m in reached)
     third = _third_party(reached)
     dev_imports = _dev_only_imports()
-    assert {"gitlab", "ruamel", "requests", "pytest", "pytest_timeout", "mypy"} <= dev_imports
+    assert {"gitlab", "requests", "pytest", "pytest_timeout", "mypy"} <= dev_imports
     dev = {name: sorted(third[name]) for name in dev_imports if name in third}
     assert dev == {}  # a dev-only package the program imports: `pulumi up` would fail on ImportError
     distributions = importlib.metadata.packages_distributions()

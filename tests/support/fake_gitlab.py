@@ -34,6 +34,11 @@ class Raw:
 
 
 @dataclass(frozen=True)
+class Drop:
+    """No answer at all: the connection is closed once the request is read (a timeout, a proxy that drops)."""
+
+
+@dataclass(frozen=True)
 class Token:
     user_id: int
     username: str
@@ -122,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     """Headers and body go out as two writes: with Nagle's algorithm the body waits for the client's delayed
     ACK (40 ms on Linux), and every request of every test would pay it."""
+    protocol_version = "HTTP/1.1"
+    """Connections kept open between requests, as GitLab's (a run reads hundreds of traces); a body of no known
+    length is sent until the connection closes."""
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read `FakeGitLab.requests` instead."""
@@ -144,11 +152,17 @@ class _Handler(BaseHTTPRequestHandler):
         with state._lock:
             state.requests.append(Request(method, parts.path, query, body, self.headers.get("PRIVATE-TOKEN")))
             status, payload, headers = self._route(state, method, parts.path, query, body)
+        if isinstance(payload, Drop):
+            self.close_connection = True
+            return
         raw = payload if isinstance(payload, Raw) else Raw(json.dumps(payload).encode())
         self.send_response(status)
         self.send_header("Content-Type", raw.content_type)
         if isinstance(raw.data, bytes):
             self.send_header("Content-Length", str(len(raw.data)))
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
@@ -423,12 +437,17 @@ class CiHistory:
     """Pipeline id to what `GET /projects/:id/pipelines/:id` answers (a JSON value, or `Raw`); unknown: 404."""
     pipeline_refusal: tuple[int, str] | None = None
     """(status, message) answered to every pipeline request instead (403: the token may not read pipelines)."""
+    traces: dict[int, Any] = field(default_factory=dict)
+    """Job id to what `GET /projects/:id/jobs/:id/trace` answers instead of the job's `_trace` (a `Raw`, a
+    `Drop`, or (status, JSON value)); a job with neither: 404. A job entry's keys starting with `_` are the
+    fake's own (its trace): the jobs list leaves them out."""
 
 
 _PROJECT = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)$")
 _PROJECT_JOBS = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs$")
 _RUNNER = re.compile(r"^/api/v4/runners/(?P<runner>\d+)$")
 _PIPELINE = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/pipelines/(?P<pipeline>\d+)$")
+_TRACE = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)/jobs/(?P<job>\d+)/trace$")
 
 
 def route_ci_history(  # noqa: PLR0911, PLR0912 - one answer per endpoint and per refusal, like the API it fakes
@@ -442,13 +461,15 @@ def route_ci_history(  # noqa: PLR0911, PLR0912 - one answer per endpoint and pe
         if handler.headers.get("PRIVATE-TOKEN") not in history.runner_readers:
             return 403, {"message": "403 Forbidden - No access granted"}, {}
         return 200, {"id": runner_id, "description": f"runner {runner_id}", "tag_list": history.runners[runner_id]}, {}
-    match = _PROJECT.match(path) or _PROJECT_JOBS.match(path) or _PIPELINE.match(path)
+    match = _PROJECT.match(path) or _PROJECT_JOBS.match(path) or _PIPELINE.match(path) or _TRACE.match(path)
     if method != "GET" or match is None:
         return None
     if unquote(match["project"]) not in (str(history.project_id), history.project_path):
         return 404, {"message": "404 Project Not Found"}, {}
     if match.re is _PIPELINE:
         return _pipeline(history, int(match["pipeline"]))
+    if match.re is _TRACE:
+        return _trace(history, int(match["job"]))
     if match.re is _PROJECT and history.project_answer is not None:
         return 200, history.project_answer, {}
     if match.re is _PROJECT:
@@ -495,7 +516,23 @@ def route_ci_history(  # noqa: PLR0911, PLR0912 - one answer per endpoint and pe
         headers["X-Prev-Page"] = str(page - 1)
         links.insert(0, f'<{link(page - 1)}>; rel="prev"')
     headers["Link"] = ", ".join(links)
-    return 200, chunk, {**headers, **history.page_headers}
+    entries = [{key: value for key, value in job.items() if not key.startswith("_")} for job in chunk]
+    return 200, entries, {**headers, **history.page_headers}
+
+
+def _trace(history: CiHistory, job_id: int) -> tuple[int, Any, dict[str, str]]:
+    """`GET /projects/:id/jobs/:id/trace`: the job's log as plain text (GitLab's `text/plain`), or what the test
+    set instead."""
+    answer = history.traces.get(job_id)
+    if answer is None:
+        job = next((job for job in history.jobs if job.get("id") == job_id), None)
+        text = job.get("_trace") if isinstance(job, dict) else None
+        if text is None:
+            return 404, {"message": "404 Not Found"}, {}
+        answer = Raw(text.encode("utf-8"), "text/plain; charset=utf-8")
+    if isinstance(answer, tuple):
+        return answer[0], answer[1], {}
+    return 200, answer, {}
 
 
 def _pipeline(history: CiHistory, pipeline_id: int) -> tuple[int, Any, dict[str, str]]:

@@ -13,6 +13,15 @@ successful jobs run for durations whose nearest-rank p50 and p90 are the kind's 
 for a runner 4 s at the median, 30 s at p90 (0.1 and 0.5 min). A few jobs fail (`runner_system_failure` after the
 poll timeout, a `script_failure`), one never starts (`stuck_or_timeout_failure`), and the two days before the
 window hold older jobs, far longer, that must not count.
+
+Each training job of the window that a runner took has a trace (`_trace`, which the fake serves as
+`GET /projects/:id/jobs/:id/trace` and leaves out of the jobs list), shaped like gitlab-runner 18.9's: its
+`prepare_executor` and `prepare_script` sections, the pod's `Waiting for pod ...` lines, then the script. Every
+fourth job of a pool (by id) waited for a node (its pod `Unschedulable`): a cold start, whose prepare times have
+the pool's `COLD` p50, p90 and max exactly; the others' pods were on a node (`ContainersNotReady` while the image
+is pulled): warm, `WARM` at p50 and p90. GitLab's `duration` is the run plus the prepare (it starts when the runner
+takes the job), so the run times measured without the prepare are the kinds' figures. A job that failed waiting
+for its pod (`runner_system_failure`) has a prepare that never ends.
 """
 
 from __future__ import annotations
@@ -41,6 +50,11 @@ RUNNERS: dict[str | None, dict[str, Any]] = {
     },
     None: {"id": 3, "description": "shared-runners-manager-3", "tags": []},
 }
+POOLS = {"rl": "ci-compile", "supervised": "ci-training"}
+COLD = {"ci-compile": (540, 690, 800), "ci-training": (600, 750, 900)}
+"""Each pool's cold starts in seconds: p50, p90 (690 s: 11.5 min, written as 12) and the worst."""
+WARM = (20, 40)
+"""The warm prepares' p50 and p90, in seconds (scheduling on a node, and the image pull)."""
 POLL_TIMEOUT_SECONDS = 49 * 60
 """The dev stack's poll_timeout: a job pod that waits longer for a node fails with runner_system_failure."""
 TIME_ZONE = ZoneInfo("Europe/Paris")
@@ -173,6 +187,9 @@ class _Slot:
     seconds: float | None = None
     queued: float | None = None
     failure: str | None = None
+    prepare: int | None = None
+    """Seconds from being taken to its pod running (None: it never ran, or failed waiting)."""
+    cold: bool = False
 
 
 @dataclass
@@ -230,6 +247,8 @@ def build_history(until: datetime, figures: Figures = Figures()) -> list[dict[st
             seconds=item.seconds,
             queued=item.queued,
             failure=item.failure,
+            trace=_prepare_trace(item),
+            prepare=(item.prepare, item.cold),
         )
         if isinstance(item, _Slot)
         else item
@@ -260,6 +279,64 @@ def _durations(figures: Figures, slots: list[_Slot]) -> None:
     for slot in slots:
         if slot.index is None:
             slot.seconds, slot.queued = 5 * 3600, 4  # counting them would move every figure
+    _prepares(slots)
+
+
+def _prepares(slots: list[_Slot]) -> None:
+    """Each pool's jobs of the window that got their pod: every fourth (by id) cold, exact at the pool's COLD
+    percentiles, the others warm; the prepare is added to the job's duration (GitLab counts it as running)."""
+    for pool, (p50, p90, worst) in COLD.items():
+        mine = [s for s in slots if POOLS[s.profile] == pool and s.index is not None and s.failure != RSF]
+        cold, warm = mine[::4], [s for i, s in enumerate(mine) if i % 4]
+        cold_values = exact_percentiles(len(cold), p50, p90, below=20, above=worst - p90, seed=pool)
+        warm_values = exact_percentiles(len(warm), WARM[0], WARM[1], below=2, above=10, seed=pool + "-warm")
+        for slot, seconds in [*zip(cold, cold_values, strict=True), *zip(warm, warm_values, strict=True)]:
+            slot.prepare, slot.cold = int(seconds), slot in cold
+            assert slot.seconds is not None
+            slot.seconds += seconds
+
+
+RSF = "runner_system_failure"
+
+
+def _prepare_trace(slot: _Slot) -> str | None:
+    """The start of the job's trace as gitlab-runner 18.9 writes it (None: a job outside the window)."""
+    if slot.index is None or slot.queued is None:
+        return None
+    start = int((slot.at + timedelta(seconds=slot.queued)).timestamp())
+    pod = f"gitlab-runner/runner-{POOLS[slot.profile]}-project-42-concurrent-0-{slot.job_id}"
+    lines = [
+        "\x1b[0KRunning with gitlab-runner 18.9.0 (a1b2c3d4)\x1b[0;m",
+        f"\x1b[0K  on gpu-ci-{POOLS[slot.profile]} t3_Abc, system ID: r_x1\x1b[0;m",
+        f"section_start:{start}:prepare_executor\r\x1b[0K\x1b[0K\x1b[36;1mPreparing the kubernetes executor\x1b[0;m",
+        "\x1b[0KUsing Kubernetes namespace: gitlab-runner\x1b[0;m",
+        f"section_end:{start + 1}:prepare_executor\r\x1b[0K",
+        f"section_start:{start + 1}:prepare_script\r\x1b[0K\x1b[0K\x1b[36;1mPreparing environment\x1b[0;m",
+        f"Waiting for pod {pod} to be running, status is Pending",
+    ]
+    if slot.failure == RSF or slot.cold:
+        lines.append('\tUnschedulable: "0/2 nodes are available: 1 Insufficient nvidia.com/gpu."')
+    lines.append('\tContainersNotReady: "containers with unready status: [build helper]"')
+    if slot.failure == RSF:
+        return "\n".join(
+            [
+                *lines,
+                "ERROR: Job failed (system failure): prepare environment: waiting for pod running: "
+                "timed out waiting for pod to start",
+                "",
+            ]
+        )
+    assert slot.prepare is not None
+    lines += [
+        f"Running on runner-{slot.job_id} via gitlab-runner-7c9f...",
+        f"section_end:{start + slot.prepare}:prepare_script\r\x1b[0K",
+        f"section_start:{start + slot.prepare}:get_sources\r\x1b[0K\x1b[0K\x1b[36;1mGetting source from Git\x1b[0;m",
+        f"section_end:{start + slot.prepare + 3}:get_sources\r\x1b[0K",
+        f"section_start:{start + slot.prepare + 3}:step_script\r\x1b[0K\x1b[0K\x1b[36;1mExecuting step_script\x1b[0;m",
+        "$ python train.py",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def exact_percentiles(count: int, p50: float, p90: float, *, below: float, above: float, seed: str) -> list[float]:
@@ -322,6 +399,8 @@ def _job(
     failure: str | None = None,
     status: str | None = None,
     started: bool = True,
+    trace: str | None = None,
+    prepare: tuple[int | None, bool] = (None, False),
 ) -> dict[str, Any]:
     status = status or ("failed" if failure else "success")
     ran = started and status != "skipped"
@@ -372,7 +451,32 @@ def _job(
     }
     if status == "failed":
         job["failure_reason"] = failure
+    if trace is not None and ran:
+        job["_trace"] = trace
+        job["_prepare"], job["_cold"] = prepare  # what the trace says: the truth the measurement must find
     return job
+
+
+def traced_job(
+    job_id: int, at: datetime, name: str, *, source: str, queued: int, prepare: int, run: int, cold: bool
+) -> dict[str, Any]:
+    """One successful supervised job of its own pipeline (id `job_id`), with its trace: queued `queued` s, its pod
+    running `prepare` s after it was taken (`cold`: it waited for a node), then running `run` s."""
+    pipeline = _pipeline(_Ids(pipeline=job_id - 1), at, source)
+    slot = _Slot(job_id, pipeline, at, "supervised", name, name, 0, run + prepare, queued, prepare=prepare, cold=cold)
+    trace = _prepare_trace(slot)
+    return _job(
+        job_id,
+        pipeline,
+        at,
+        name,
+        stage="train",
+        profile="supervised",
+        seconds=run + prepare,
+        queued=queued,
+        trace=trace,
+        prepare=(prepare, cold),
+    )
 
 
 def _stamp(at: datetime) -> str:

@@ -186,6 +186,20 @@ def _kinds_block(kinds: dict[str, dict[str, Any]], indent: int = 10) -> list[str
     return lines
 
 
+def _without_cold_starts(lines: list[str]) -> tuple[list[str], dict[str, int]]:
+    """The lines without the pools' `cold_start_minutes` (each the last line of its pool, as `--write` adds it to a
+    pool that has none), and those values by pool."""
+    kept, cold, pool = [], {}, ""
+    for line in lines:
+        if line.startswith("      ") and not line.startswith("       ") and line.endswith(":"):
+            pool = line.strip().rstrip(":")
+        if line.startswith("        cold_start_minutes: "):
+            cold[pool] = int(line.split(": ")[1])
+            continue
+        kept.append(line)
+    return kept, cold
+
+
 def _without_kinds(lines: list[str]) -> list[str]:
     """The lines of a stack file without its `kinds:` blocks (each with what is indented under it)."""
     kept, depth = [], None
@@ -207,7 +221,8 @@ def test_write_changes_the_measured_kinds_and_nothing_else(
     out, err = capsys.readouterr()
     assert out == ""
     assert f"wrote platform.workload into {stack}" in err
-    after = stack.read_text(encoding="utf-8").splitlines()
+    after, cold = _without_cold_starts(stack.read_text(encoding="utf-8").splitlines())
+    assert cold == {"ci-compile": 9, "ci-training": 10}  # each pool's measured median (540 and 600 s)
     assert _without_kinds(after) == _without_kinds(before.splitlines())
     written = FIGURES.written()
     rl, supervised = after.index("        rl:"), after.index("        supervised:")
@@ -283,7 +298,9 @@ def test_write_converts_a_profile_level_workload_to_kinds_keeping_its_comments(
         "      baseline:",
         "        node_type: L40S-1-48G",
     ]
-    assert stack.read_text(encoding="utf-8") == _with_workload("\n".join(expected) + "\n")
+    lines, cold = _without_cold_starts(stack.read_text(encoding="utf-8").splitlines())
+    assert cold == {"ci-compile": 9, "ci-training": 10}
+    assert "\n".join(lines) + "\n" == _with_workload("\n".join(expected) + "\n")
     workload = load_platform(load_stack_config("dev", path=stack).get("platform")).spec.workload
     assert workload is not None
     assert workload.profiles["rl"].jobs_per_day is None

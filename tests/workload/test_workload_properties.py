@@ -1,7 +1,8 @@
 """A property of `workload --from-gitlab` over generated hostile GitLab answers (hypothesis), served by the fake.
 
 Job entries with random wrong fields, pages that are not lists, endless or circular pages, random `Retry-After`,
-`RateLimit-Reset` and `Link` headers, a project answer of any shape: the command exits 0 with a plausible
+`RateLimit-Reset` and `Link` headers, a project answer of any shape, traces of any bytes, status or shape (a
+marker anywhere, at any time, an escape in its name): the command exits 0 with a plausible
 result (a `workload:` section the spec accepts, a stack file `plan` still loads), or 1/2 with one short `error:`
 line; never a traceback, a hang (pages and waits are counted), a raw control character or the token.
 """
@@ -9,8 +10,10 @@ line; never a traceback, a hang (pages and waits are counted), a raw control cha
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +21,9 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.fake_gitlab import CiHistory, FakeGitLab, Token, running
+from support.fake_gitlab import CiHistory, Drop, FakeGitLab, Raw, Token, running
 from test_workload_gitlab import HISTORY, PROJECT
+from test_workload_traces import _isolated
 
 from infra import gitlab_api
 from infra.__main__ import main
@@ -113,6 +117,14 @@ class Hostile:
     write: bool
 
 
+RUNS = settings(
+    max_examples=20,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+"""Each example is a run of the command against the fake: few, and the same ones every time."""
+
 hostile = st.builds(
     Hostile,
     pages=st.lists(pages(), min_size=1, max_size=3),
@@ -126,12 +138,7 @@ hostile = st.builds(
 
 
 @given(case=hostile)
-@settings(
-    max_examples=20,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@RUNS
 def test_hostile_answers_give_a_plausible_result_or_one_error_line(
     case: Hostile,
     gitlab: FakeGitLab,
@@ -179,3 +186,59 @@ def test_hostile_answers_give_a_plausible_result_or_one_error_line(
 @pytest.fixture
 def stack(tmp_path: Path) -> Path:
     return tmp_path / "Pulumi.dev.yaml"
+
+
+def _marker(kind: str, at: int, name: str) -> bytes:
+    return f"section_{kind}:{at}:{name}\r\x1b[0K".encode()
+
+
+TRACED = _isolated(days=3)
+"""Six jobs with traces: each trace is replaced by a generated one."""
+T0 = min(int(datetime.fromisoformat(job["started_at"].replace("Z", "+00:00")).timestamp()) for job in TRACED)
+trace_pieces = st.one_of(
+    st.builds(
+        _marker,
+        st.sampled_from(["start", "end"]),
+        st.integers(T0 - 10**7, T0 + 10**7) | st.sampled_from([0, 10**12 - 1, T0, T0 + 600]),
+        st.sampled_from(["prepare_executor", "prepare_script", "get_sources", "resolve_secrets", "prepare_\x1b[0m"]),
+    ),
+    st.sampled_from([b'\tUnschedulable: "0/1 nodes"\n', b"TriggeredScaleUp\n", b"\x00", b"\xff\xfe", b"\n" * 3]),
+    st.binary(max_size=30),
+)
+trace_answers = st.one_of(
+    st.lists(trace_pieces, max_size=12).map(lambda pieces: Raw(b"".join(pieces), "text/plain")),
+    st.sampled_from([(403, {"message": "403 Forbidden"}), (404, {"message": "404"}), (500, "x"), Drop()]),
+    st.tuples(st.sampled_from([200, 502]), json_values),
+)
+
+
+@given(case=st.tuples(st.lists(trace_answers, min_size=len(TRACED), max_size=len(TRACED)), st.booleans()))
+@RUNS
+def test_hostile_traces_give_figures_from_what_is_sound_or_none(
+    case: tuple[list[Any], bool],
+    gitlab: FakeGitLab,
+    stack: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every trace of a small history answered with anything: the run exits 0, counts no more cold starts or
+    waits than jobs, asks each trace once, prints nothing raw, and writes a stack file `plan` loads."""
+    answers, write = case
+    monkeypatch.setenv("GITLAB_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    stack.write_text((PROJECT_ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    history = CiHistory(42, PROJECT, "2026-01-05T09:00:00.000Z", TRACED)
+    history.traces = {job["id"]: answer for job, answer in zip(TRACED, answers, strict=True)}
+    gitlab.ci_history, gitlab.requests = history, []
+    flags = ["--gitlab-url", gitlab.url, "--until", "2026-11-30", "--days", "7", *(["--write"] if write else [])]
+    code = main(["workload", "--from-gitlab", "--config", str(stack), *flags])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Traceback" not in err and all(line.isprintable() for line in (out + err).splitlines())
+    traces = [r.path for r in gitlab.requests if r.path.endswith("/trace")]
+    assert len(traces) == len(set(traces)) <= len(TRACED)
+    pool = next(line for line in err.splitlines() if line.startswith("ci-training "))
+    cold, warm = (int(cell) for cell in re.split(r"  +", pool)[1:4:2])
+    assert cold + warm <= len(TRACED)
+    if write:
+        load_platform(load_stack_config("dev", path=stack).get("platform"))
