@@ -2,7 +2,8 @@
 down, as CronJob schedules in the workload's time zone, and what the simulation holds up.
 
 A window `Mon-Fri 08:00-19:00, nodes: 1` on a pool with a 15-min cold start means one node ready from 08:00
-to 19:00: the placeholders are scaled to 1 at 07:45 (a cold start early) and to 0 at 19:00. Windows that
+to 19:00: the placeholders are scaled to 1 at 07:45 (a cold start early: the pool's p90 boot when it has one, so
+the node is ready in 9 boots of 10) and to 0 at 19:00. Windows that
 then touch or overlap (08:00-12:00 and 12:00-19:00) are one span (the larger node count holds), and a
 start that falls before Monday 00:00 is the Sunday before's. One CronJob per distinct (time, node count)
 of the week, its days in cron's `dow` (0 = Sunday). The simulation reads the same spans (`week_spans`).
@@ -54,7 +55,7 @@ class WarmPool:
 
 def week_spans(pool: Pool) -> tuple[tuple[int, int, int], ...]:
     """The pool's warm windows over the week, each started a cold start early (see the module docstring)."""
-    lead = pool.cold_start_minutes
+    lead = pool.lead_cold_start_minutes
     pieces: list[tuple[int, int, int]] = []
     for window in pool.spec.warm:
         for start, end in window.intervals():
