@@ -27,6 +27,7 @@ from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
 from infra.sim.week import CostReport
+from infra.sim.weeks import WeeksReport, simulate_weeks
 
 MAX_CELL = 110
 
@@ -56,14 +57,15 @@ def main(args: argparse.Namespace) -> int:
             raise run.error
         return fail(str(run.error))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
-    day: CostReport | None = run.namespace["day"]  # and its day simulated once
+    day: CostReport | None = run.namespace["day"]  # and its week simulated once
+    weeks = simulate_weeks(platform)  # the target over slo.weeks weeks: the program computes only the first
     path = stack_file(args.stack, path=args.config)
     if collisions := stack_collisions(platform, path):  # what it shares with the project's other stacks
         for problem in collisions:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     verdict = policy_report(run)
-    artifacts = render_artifacts(platform, day)
+    artifacts = render_artifacts(platform, day, weeks)
     if args.out:
         try:
             write_artifacts(args.out, artifacts)
@@ -71,10 +73,12 @@ def main(args: argparse.Namespace) -> int:
             where = f" ({shown_path(err.filename)})" if err.filename and str(err.filename) != str(args.out) else ""
             return fail(f"--out {shown_path(args.out)}: cannot be written{where}: {err.strerror or err}")
     if args.json:
-        json.dump(plan_document(config, platform, day, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
+        document = plan_document(config, platform, day, run, verdict, weeks=weeks)
+        json.dump(document, sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_plan(config, platform, day, run, out=args.out, artifacts=artifacts, verdict=verdict))
+        shown = render_plan(config, platform, day, run, out=args.out, artifacts=artifacts, verdict=verdict, weeks=weeks)
+        sys.stdout.write(shown)
     blocking = [v for v in verdict if v.level == "mandatory"]
     for violation in blocking:
         print(f"error: {violation}", file=sys.stderr)
@@ -100,8 +104,11 @@ def plan_document(
     day: CostReport | None,
     run: ProgramRun,
     verdict: list[Violation] | None = None,
+    *,
+    weeks: WeeksReport | None = None,
 ) -> dict[str, Any]:
-    """The plan as data, secrets masked: what `--json` prints and what MR diffs compare."""
+    """The plan as data, secrets masked: what `--json` prints and what MR diffs compare; `weeks` the target
+    over the simulated weeks (`infra.sim.weeks`)."""
     return {
         "project": config.project,
         "stack": config.stack,
@@ -120,11 +127,9 @@ def plan_document(
             name: "[secret]" if out.secret else displayable(out.value) for name, out in sorted(run.outputs.items())
         },
         "capacity": capacity_rows(platform),
-        "report": render_report(platform, day),
-        "warnings": [
-            *(message for level, message in run.logs if level == "warning"),
-            *(str(v) for v in verdict or []),
-        ],
+        "report": render_report(platform, day, weeks),
+        "weeks": None if weeks is None else weeks.as_json(),
+        "warnings": [*_warnings(run, weeks), *(str(v) for v in verdict or [])],
         "policy": [v.__dict__ for v in verdict or []],
     }
 
@@ -138,6 +143,7 @@ def render_plan(
     out: Path | None,
     artifacts: dict[str, str],
     verdict: list[Violation] | None = None,
+    weeks: WeeksReport | None = None,
 ) -> str:
     resources = ordered(run)
     rows = []
@@ -151,9 +157,9 @@ def render_plan(
         f"{sum(1 for r in resources if not r.custom)} components):\n",
         render_table(("type", "name", "key inputs"), rows),
         "\n",
-        render_report(platform, day),
+        render_report(platform, day, weeks),
     ]
-    warnings = [message for level, message in run.logs if level == "warning"]
+    warnings = _warnings(run, weeks)
     if warnings:
         parts.append("\nWarnings:\n" + "".join(f"  - {w}\n" for w in warnings))
     if verdict is not None:
@@ -168,6 +174,14 @@ def render_plan(
     else:
         parts.append(f"\nArtifacts (write them with --out DIR): {', '.join(sorted(artifacts))}\n")
     return "".join(parts)
+
+
+def _warnings(run: ProgramRun, weeks: WeeksReport | None) -> list[str]:
+    """The program's warnings (the spec's), then the target missed over the weeks."""
+    return [
+        *(message for level, message in run.logs if level == "warning"),
+        *(str(w) for w in (weeks.warnings() if weeks is not None else [])),
+    ]
 
 
 def _flags(resource: RecordedResource) -> str:
