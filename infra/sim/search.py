@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -48,9 +49,10 @@ from infra.sim.levers import (
     warm_value,
 )
 from infra.sim.platform_scenario import PlannedJob, sim_pools
-from infra.sim.pool_runs import SLOWER, PoolRun, PoolRuns
+from infra.sim.pool_runs import VARIANTS, PoolRun, PoolRuns, Variant, Week
+from infra.sim.verdict import Waits, allowed_over, exact_target
 
-MAX_RUNS = 200
+MAX_RUNS = 300
 """Pool candidates simulated at most by one search (each twice: as estimated and 10 % slower)."""
 CANNOT_MEET = "cannot meet the target (slots or cold start)"
 Progress = Callable[[int, int], None]
@@ -68,9 +70,8 @@ class Candidate:
     pool: str
     levers: Levers
     floor: Fraction
-    over: int
-    slower_over: int
-    """Merge-request jobs certainly past the target (a lower bound), as estimated and slower."""
+    overs: tuple[int, ...]
+    """Merge-request jobs certainly past the target (a lower bound), per variant (`VARIANTS`)."""
 
 
 @dataclass
@@ -92,6 +93,13 @@ class SearchReport:
     """Every pool's simulated candidates."""
     cut: bool = False
     max_runs: int = MAX_RUNS
+    confirmations: dict[tuple[object, ...], Confirmation] = field(default_factory=dict)
+    """Every combination confirmed over the weeks, by its key."""
+    weeks: int = 1
+    confidence: Fraction = Fraction(9, 10)
+    unconfirmed: Combination | None = None
+    """Without a recommendation: the cheapest combination that met the target in the first week, though not in
+    enough of the weeks."""
 
     def changes(self, combination: Combination) -> list[Change]:
         return [
@@ -105,8 +113,46 @@ def pack_refusals(platform: Platform) -> list[Problem]:
     return [warning for warning in platform.warnings if "policy pack" in warning.reason]
 
 
-def search(platform: Platform, raw: Any, *, max_runs: int = MAX_RUNS, progress: Progress | None = None) -> SearchReport:
-    """Search the levers of `platform` (derived from the config object `raw`); see the module docstring."""
+@dataclass(frozen=True)
+class Confirmation:
+    """A combination over the weeks (`weeks` of them, the first the screen's): per variant, the weeks it met the
+    target in (with no job lost) and the p95 over all the weeks' merge-request jobs simulated."""
+
+    weeks: int
+    required: int
+    met: tuple[int, ...]
+    p95s: tuple[Fraction | None, ...]
+    complete: bool
+    """Every week simulated (False: stopped once a variant could no longer reach `required`)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.complete and min(self.met) >= self.required
+
+    @property
+    def share(self) -> Fraction:
+        """The share of weeks met in the worst variant."""
+        return Fraction(min(self.met), self.weeks)
+
+    def margin(self, target: Fraction) -> Fraction | None:
+        """The target less the worst variant's pooled p95 (None: a lost job at it)."""
+        if any(p95 is None for p95 in self.p95s):
+            return None
+        return target - max(p95 for p95 in self.p95s if p95 is not None)
+
+
+def search(
+    platform: Platform,
+    raw: Any,
+    *,
+    max_runs: int = MAX_RUNS,
+    progress: Progress | None = None,
+    confidence: Fraction | None = None,
+    weeks: int | None = None,
+) -> SearchReport:
+    """Search the levers of `platform` (derived from the config object `raw`) for the cheapest spec that meets the
+    target in at least `confidence` (default `slo.confidence`) of `weeks` (default `slo.weeks`); see the module
+    docstring."""
     target_minutes = platform.spec.slo.merge_request_wait_minutes
     if target_minutes is None:
         raise SearchError("platform.slo.merge_request_wait_minutes is not set: there is no target to meet")
@@ -119,6 +165,8 @@ def search(platform: Platform, raw: Any, *, max_runs: int = MAX_RUNS, progress: 
         raise SearchError("platform.workload has no merge-request job in the week: there is nothing to meet")
     target = Target(Fraction(target_minutes).limit_denominator(1000), requests)
     state = _Search(platform, raw, jobs=jobs, pools=pools, target=target, max_runs=max_runs, progress=progress)
+    state.weeks = platform.spec.slo.weeks if weeks is None else weeks
+    state.confidence = exact_target(platform.spec.slo.confidence) if confidence is None else confidence
     return state.run()
 
 
@@ -159,20 +207,25 @@ class _Search:
         simulated = sim_pools(platform)
         scale_down = max(max(p.scale_down_unneeded_minutes, p.scale_down_delay_after_add_minutes) for p in simulated)
         self.quiet = quiet_minutes(Fraction(spec.runner.job_timeout_seconds, 60), Fraction(scale_down))
-        self.bounds: dict[str, tuple[WaitBounds, WaitBounds]] = {
-            pool: tuple(  # type: ignore[misc]
+        boots = {p.name: p.boots for p in simulated}  # a cold arrival waits at least the fastest boot drawn
+        self.bounds: dict[str, tuple[WaitBounds, ...]] = {
+            pool: tuple(
                 wait_bounds(
                     self.spaces[pool].jobs,
                     target.minutes,
-                    Fraction(spec.pools[pool].cold_start_minutes),
-                    slower,
+                    boots[pool].fastest + variant.late_boot,
+                    variant.slower,
                     self.quiet,
                 )
-                for slower in (Fraction(1), SLOWER)
+                for variant in VARIANTS
             )
             for pool in pools
         }
         self.valid_cache: dict[tuple[object, ...], bool] = {}
+        self.weeks, self.confidence = 1, Fraction(9, 10)
+        self.platforms: dict[tuple[str, Levers], Platform] = {}
+        self.week_jobs: dict[int, dict[str, tuple[PlannedJob, ...]]] = {0: {p: self.spaces[p].jobs for p in pools}}
+        self.confirmations: dict[tuple[object, ...], Confirmation] = {}
 
     def _nodes(self, pool: str) -> dict[int | None, Pool]:
         """The pool derived with each replica count the spec accepts (its fit checks), today's first."""
@@ -196,7 +249,7 @@ class _Search:
         for pool in self.pools:
             space = self.spaces[pool]
             work = sum((job.minutes for job in space.jobs), Fraction(0))
-            nominal, slower = self.bounds[pool]
+            bounds = self.bounds[pool]
             for levers in space.candidates():
                 node = self.nodes[pool][levers.replicas]
                 spans = self._spans(node, levers.warm)
@@ -209,9 +262,8 @@ class _Search:
                     minutes_per_week=MINUTES_PER_WEEK,
                 )
                 slots = node.jobs_per_node * levers.max_size
-                over = nominal.over(slots, spans, node.min_size, self.quiet)
-                slower_over = slower.over(slots, spans, node.min_size, self.quiet)
-                found.append(Candidate(pool, levers, floor, over, slower_over))
+                overs = tuple(bound.over(slots, spans, node.min_size, self.quiet) for bound in bounds)
+                found.append(Candidate(pool, levers, floor, overs))
         return found
 
     def _spans(self, node: Pool, warm: tuple[Window, ...]) -> tuple[tuple[int, int, int], ...]:
@@ -260,7 +312,7 @@ class _Search:
             if c.levers != today[c.pool]
         ]
         heapq.heapify(queue)
-        best = self._best(self.target.minutes)
+        best = self._best(self.target.minutes, confirm=True)
         cut = False
         hopeless: list[Candidate] = []
         while queue:
@@ -286,10 +338,8 @@ class _Search:
             run = self._simulate(candidate, platform)
             if self.progress is not None:
                 self.progress(len(self._simulated()), len(queue))
-            if not run.failed and max(run.week.over(self.target.minutes), run.slower.over(self.target.minutes)) <= (
-                self.target.allowed_over
-            ):
-                best = self._best(self.target.minutes)
+            if not run.failed and max(run.overs(self.target.minutes)) <= self.target.allowed_over:
+                best = self._best(self.target.minutes, confirm=True)
         if best is None and not cut:
             cut = self._closer(hopeless)
         return self._report(today, best, len(candidates), cut)
@@ -297,7 +347,7 @@ class _Search:
     def _closer(self, hopeless: list[Candidate]) -> bool:
         """Without a candidate that meets the target, the ones that cannot meet it are simulated too (fewest jobs
         certainly over it first, within the budget), to find the closest; True when the budget cut it."""
-        hopeless.sort(key=lambda c: (c.over + c.slower_over, c.floor, c.levers))
+        hopeless.sort(key=lambda c: (sum(c.overs), c.floor, c.levers))
         for index, candidate in enumerate(hopeless):
             if len(self._simulated()) >= self.max_runs:
                 self._skip("past the budget")
@@ -321,6 +371,7 @@ class _Search:
         space = self.spaces[candidate.pool]
         run = self.runner.run(platform, candidate.pool, candidate.levers, space.jobs)
         self.runs[candidate.pool].append(run)
+        self.platforms[(candidate.pool, candidate.levers)] = platform
         return run
 
     def _simulated(self) -> list[PoolRun]:
@@ -330,7 +381,7 @@ class _Search:
         """Why the candidate need not be simulated, or None (see the module docstring); without `bounds`, only a
         run it would repeat."""
         allowed = self.target.allowed_over
-        if bounds and (candidate.over > allowed or candidate.slower_over > allowed):
+        if bounds and max(candidate.overs) > allowed:
             return CANNOT_MEET
         levers = candidate.levers
         for run in self.runs[candidate.pool]:
@@ -346,18 +397,70 @@ class _Search:
                 bounds
                 and not run.failed
                 and run.eur_per_week <= candidate.floor
-                and run.week.over(self.target.minutes) <= candidate.over
-                and run.slower.over(self.target.minutes) <= candidate.slower_over
+                and all(a <= b for a, b in zip(run.overs(self.target.minutes), candidate.overs, strict=True))
             ):
                 return "beaten by a candidate of its pool"
         return None
 
-    def _best(self, bound: Fraction) -> Combination | None:
-        """The cheapest valid combination of the runs so far whose waits stay within `bound`."""
+    def _best(self, bound: Fraction, *, confirm: bool = False) -> Combination | None:
+        """The cheapest valid combination of the runs so far whose waits stay within `bound` on the first week;
+        with `confirm`, also within the target in enough of the weeks (`_confirm`)."""
         combos = cheapest(
             [self.runs[pool] for pool in self.pools], bound, self.target.allowed_over, self.fixed, self.target.rank
         )
-        return first_valid(combos, self._valid)
+        if not confirm:
+            return first_valid(combos, self._valid)
+        return first_valid(combos, lambda c: self._valid(c) and self._confirm(c).ok)
+
+    # the weeks
+
+    def _confirm(self, combination: Combination, *, full: bool = False) -> Confirmation:
+        """The combination over the weeks, every variant: a week meets the target when its merge-request jobs
+        over it (every pool's, a lost one among them) are within the p95's allowance and no job is lost; it
+        stops at the first week that leaves a variant short of the share (`Confirmation.complete` False), unless
+        `full`."""
+        key = combination.key
+        if key in self.confirmations and (self.confirmations[key].complete or not full):
+            return self.confirmations[key]
+        required = math.ceil(self.confidence * self.weeks)
+        met = [0] * len(VARIANTS)
+        totals: list[list[Fraction]] = [[] for _ in VARIANTS]
+        lost = [0] * len(VARIANTS)
+        complete = True
+        for week in range(self.weeks):
+            for index, variant in enumerate(VARIANTS):
+                runs = [self._pool_week(run, week, variant) for run in combination.runs]
+                requests = sum(r.requests for r in runs)
+                over = sum(r.over(self.target.minutes) for r in runs)
+                if not any(r.failed for r in runs) and requests and over <= allowed_over(requests):
+                    met[index] += 1
+                for r in runs:
+                    totals[index] += r.totals
+                    lost[index] += r.lost
+            if not full and any(week + 1 - m > self.weeks - required for m in met):
+                complete = week + 1 == self.weeks
+                break
+        found = Confirmation(
+            weeks=self.weeks,
+            required=required,
+            met=tuple(met),
+            p95s=tuple(Waits.of(t, n).percentile() for t, n in zip(totals, lost, strict=True)),
+            complete=complete,
+        )
+        self.confirmations[key] = found
+        return found
+
+    def _pool_week(self, run: PoolRun, week: int, variant: Variant) -> Week:
+        if week == 0:
+            return run.weeks[VARIANTS.index(variant)]
+        if week not in self.week_jobs:
+            jobs = week_jobs(self.platform, week=week)
+            pool_of = {
+                p: [j for j in jobs if (j.pool or self.platform.profiles[j.profile].pool) == p] for p in self.pools
+            }
+            self.week_jobs[week] = {p: tuple(found) for p, found in pool_of.items()}
+        platform = self.platforms.get((run.pool, run.levers), self.platform)
+        return self.runner.week(platform, run.pool, self.week_jobs[week][run.pool], variant, week=week)
 
     def _valid(self, combination: Combination) -> bool:
         """Whether the spec (every pool's changes at once: quota, manager pool, ...) and the pack accept it."""
@@ -375,9 +478,13 @@ class _Search:
     # the report
 
     def _report(self, today: dict[str, Levers], best: Combination | None, candidates: int, cut: bool) -> SearchReport:
-        best = self._best(self.target.minutes)
+        best = self._best(self.target.minutes, confirm=True)
         today_runs = tuple(next(r for r in self.runs[pool] if r.levers == today[pool]) for pool in self.pools)
         today_combination = Combination(today_runs, self.fixed, self.target.rank)
+        self._confirm(today_combination, full=True)  # today's figures are shown whole
+        unconfirmed = None if best is not None else self._best(self.target.minutes)
+        if unconfirmed is not None:
+            self._confirm(unconfirmed)
         closest = None if best is not None else self._closest()
         return SearchReport(
             target=self.target,
@@ -393,18 +500,16 @@ class _Search:
             runs={pool: list(runs) for pool, runs in self.runs.items()},
             cut=cut,
             max_runs=self.max_runs,
+            confirmations=dict(self.confirmations),
+            weeks=self.weeks,
+            confidence=self.confidence,
+            unconfirmed=unconfirmed,
         )
 
     def _closest(self) -> Combination | None:
-        """The combination with the lowest p95 (both weeks), the cheapest of those."""
+        """The combination with the lowest p95 (every variant), the cheapest of those."""
         levels = sorted(
-            {
-                wait[0]
-                for run in self._simulated()
-                if not run.failed
-                for week in (run.week, run.slower)
-                for wait in week.waits
-            }
+            {wait[0] for run in self._simulated() if not run.failed for week in run.weeks for wait in week.waits}
         )
         low, high, found = 0, len(levels) - 1, None
         while low <= high:

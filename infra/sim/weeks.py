@@ -104,7 +104,7 @@ class WeeksReport:
 
     def warnings(self) -> list[Problem]:
         """The target met in fewer weeks than asked, at its key."""
-        if self.target_met is not False:
+        if self.target_met is not False or self.target is None:
             return []
         waits = self.of("merge_request")
         p95 = "a lost job" if waits.p95 is None else f"{float(waits.p95):.1f} min"
@@ -114,7 +114,7 @@ class WeeksReport:
         return [
             Problem(
                 key_path("slo", "merge_request_wait_minutes"),
-                int(self.target) if self.target.denominator == 1 else float(self.target),  # type: ignore[union-attr]
+                int(self.target) if self.target.denominator == 1 else float(self.target),
                 f"met in {self.met_weeks} of {self.weeks} simulated weeks, below slo.confidence="
                 f"{float(self.confidence):g} ({self.required_weeks} weeks); p95 over all their merge-request jobs "
                 f"{p95}{lost}: hold slots for them (pools.<pool>.merge_request_slots), keep nodes warm in working "
