@@ -17,7 +17,9 @@ from typing import Any
 import pulumi
 
 from infra.cli import fail, shown_path, write_file
-from infra.model.platform import Platform
+from infra.cli.background import in_background
+from infra.config.errors import SpecError
+from infra.model.platform import Platform, load_platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.policy_check import Violation, policy_report
@@ -51,14 +53,16 @@ def main(args: argparse.Namespace) -> int:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
         return fail(str(err))
+    # the target over slo.weeks weeks (the program simulates only the first): on the other core, meanwhile
+    pending = in_background(lambda: _weeks(config))
     run = run_program(config, check=False)
+    weeks = pending.result()
     if run.error is not None:
         if not isinstance(run.error, pulumi.RunError):
             raise run.error
         return fail(str(run.error))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
     day: CostReport | None = run.namespace["day"]  # and its week simulated once
-    weeks = simulate_weeks(platform)  # the target over slo.weeks weeks: the program computes only the first
     path = stack_file(args.stack, path=args.config)
     if collisions := stack_collisions(platform, path):  # what it shares with the project's other stacks
         for problem in collisions:
@@ -83,6 +87,15 @@ def main(args: argparse.Namespace) -> int:
     for violation in blocking:
         print(f"error: {violation}", file=sys.stderr)
     return 1 if blocking else 0
+
+
+def _weeks(config: StackConfig) -> WeeksReport | None:
+    """The stack's simulated weeks (`infra.sim.weeks`); None without a workload or with a spec the program
+    refuses (it says why)."""
+    try:
+        return simulate_weeks(load_platform(config.get("platform")))
+    except SpecError:
+        return None
 
 
 def write_artifacts(out: Path, artifacts: dict[str, str]) -> None:

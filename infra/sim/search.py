@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -35,6 +34,7 @@ from infra.model.pools import Pool
 from infra.model.warm import week_spans
 from infra.sim.arrivals import week_jobs
 from infra.sim.combine import Combination, Target, cheapest, first_valid
+from infra.sim.confirm import Confirmation, WeeksCheck
 from infra.sim.floors import WaitBounds, cost_floor, node_throughput, quiet_minutes, wait_bounds
 from infra.sim.levers import (
     Change,
@@ -49,8 +49,8 @@ from infra.sim.levers import (
     warm_value,
 )
 from infra.sim.platform_scenario import PlannedJob, sim_pools
-from infra.sim.pool_runs import VARIANTS, PoolRun, PoolRuns, Variant, Week
-from infra.sim.verdict import Waits, allowed_over, exact_target
+from infra.sim.pool_runs import VARIANTS, PoolRun, PoolRuns
+from infra.sim.verdict import exact_target
 
 MAX_RUNS = 300
 """Pool candidates simulated at most by one search (each twice: as estimated and 10 % slower)."""
@@ -113,34 +113,6 @@ def pack_refusals(platform: Platform) -> list[Problem]:
     return [warning for warning in platform.warnings if "policy pack" in warning.reason]
 
 
-@dataclass(frozen=True)
-class Confirmation:
-    """A combination over the weeks (`weeks` of them, the first the screen's): per variant, the weeks it met the
-    target in (with no job lost) and the p95 over all the weeks' merge-request jobs simulated."""
-
-    weeks: int
-    required: int
-    met: tuple[int, ...]
-    p95s: tuple[Fraction | None, ...]
-    complete: bool
-    """Every week simulated (False: stopped once a variant could no longer reach `required`)."""
-
-    @property
-    def ok(self) -> bool:
-        return self.complete and min(self.met) >= self.required
-
-    @property
-    def share(self) -> Fraction:
-        """The share of weeks met in the worst variant."""
-        return Fraction(min(self.met), self.weeks)
-
-    def margin(self, target: Fraction) -> Fraction | None:
-        """The target less the worst variant's pooled p95 (None: a lost job at it)."""
-        if any(p95 is None for p95 in self.p95s):
-            return None
-        return target - max(p95 for p95 in self.p95s if p95 is not None)
-
-
 def search(
     platform: Platform,
     raw: Any,
@@ -165,8 +137,8 @@ def search(
         raise SearchError("platform.workload has no merge-request job in the week: there is nothing to meet")
     target = Target(Fraction(target_minutes).limit_denominator(1000), requests)
     state = _Search(platform, raw, jobs=jobs, pools=pools, target=target, max_runs=max_runs, progress=progress)
-    state.weeks = platform.spec.slo.weeks if weeks is None else weeks
-    state.confidence = exact_target(platform.spec.slo.confidence) if confidence is None else confidence
+    state.weeks_check.weeks = platform.spec.slo.weeks if weeks is None else weeks
+    state.weeks_check.confidence = exact_target(platform.spec.slo.confidence) if confidence is None else confidence
     return state.run()
 
 
@@ -222,10 +194,7 @@ class _Search:
             for pool in pools
         }
         self.valid_cache: dict[tuple[object, ...], bool] = {}
-        self.weeks, self.confidence = 1, Fraction(9, 10)
-        self.platforms: dict[tuple[str, Levers], Platform] = {}
-        self.week_jobs: dict[int, dict[str, tuple[PlannedJob, ...]]] = {0: {p: self.spaces[p].jobs for p in pools}}
-        self.confirmations: dict[tuple[object, ...], Confirmation] = {}
+        self.weeks_check = WeeksCheck(platform, self.runner, target, tuple(pools))
 
     def _nodes(self, pool: str) -> dict[int | None, Pool]:
         """The pool derived with each replica count the spec accepts (its fit checks), today's first."""
@@ -371,7 +340,7 @@ class _Search:
         space = self.spaces[candidate.pool]
         run = self.runner.run(platform, candidate.pool, candidate.levers, space.jobs)
         self.runs[candidate.pool].append(run)
-        self.platforms[(candidate.pool, candidate.levers)] = platform
+        self.weeks_check.platforms[(candidate.pool, candidate.levers)] = platform
         return run
 
     def _simulated(self) -> list[PoolRun]:
@@ -404,63 +373,13 @@ class _Search:
 
     def _best(self, bound: Fraction, *, confirm: bool = False) -> Combination | None:
         """The cheapest valid combination of the runs so far whose waits stay within `bound` on the first week;
-        with `confirm`, also within the target in enough of the weeks (`_confirm`)."""
+        with `confirm`, also within the target in enough of the weeks (`infra.sim.confirm`)."""
         combos = cheapest(
             [self.runs[pool] for pool in self.pools], bound, self.target.allowed_over, self.fixed, self.target.rank
         )
         if not confirm:
             return first_valid(combos, self._valid)
-        return first_valid(combos, lambda c: self._valid(c) and self._confirm(c).ok)
-
-    # the weeks
-
-    def _confirm(self, combination: Combination, *, full: bool = False) -> Confirmation:
-        """The combination over the weeks, every variant: a week meets the target when its merge-request jobs
-        over it (every pool's, a lost one among them) are within the p95's allowance and no job is lost; it
-        stops at the first week that leaves a variant short of the share (`Confirmation.complete` False), unless
-        `full`."""
-        key = combination.key
-        if key in self.confirmations and (self.confirmations[key].complete or not full):
-            return self.confirmations[key]
-        required = math.ceil(self.confidence * self.weeks)
-        met = [0] * len(VARIANTS)
-        totals: list[list[Fraction]] = [[] for _ in VARIANTS]
-        lost = [0] * len(VARIANTS)
-        complete = True
-        for week in range(self.weeks):
-            for index, variant in enumerate(VARIANTS):
-                runs = [self._pool_week(run, week, variant) for run in combination.runs]
-                requests = sum(r.requests for r in runs)
-                over = sum(r.over(self.target.minutes) for r in runs)
-                if not any(r.failed for r in runs) and requests and over <= allowed_over(requests):
-                    met[index] += 1
-                for r in runs:
-                    totals[index] += r.totals
-                    lost[index] += r.lost
-            if not full and any(week + 1 - m > self.weeks - required for m in met):
-                complete = week + 1 == self.weeks
-                break
-        found = Confirmation(
-            weeks=self.weeks,
-            required=required,
-            met=tuple(met),
-            p95s=tuple(Waits.of(t, n).percentile() for t, n in zip(totals, lost, strict=True)),
-            complete=complete,
-        )
-        self.confirmations[key] = found
-        return found
-
-    def _pool_week(self, run: PoolRun, week: int, variant: Variant) -> Week:
-        if week == 0:
-            return run.weeks[VARIANTS.index(variant)]
-        if week not in self.week_jobs:
-            jobs = week_jobs(self.platform, week=week)
-            pool_of = {
-                p: [j for j in jobs if (j.pool or self.platform.profiles[j.profile].pool) == p] for p in self.pools
-            }
-            self.week_jobs[week] = {p: tuple(found) for p, found in pool_of.items()}
-        platform = self.platforms.get((run.pool, run.levers), self.platform)
-        return self.runner.week(platform, run.pool, self.week_jobs[week][run.pool], variant, week=week)
+        return first_valid(combos, lambda c: self._valid(c) and self.weeks_check.confirm(c).ok)
 
     def _valid(self, combination: Combination) -> bool:
         """Whether the spec (every pool's changes at once: quota, manager pool, ...) and the pack accept it."""
@@ -481,10 +400,10 @@ class _Search:
         best = self._best(self.target.minutes, confirm=True)
         today_runs = tuple(next(r for r in self.runs[pool] if r.levers == today[pool]) for pool in self.pools)
         today_combination = Combination(today_runs, self.fixed, self.target.rank)
-        self._confirm(today_combination, full=True)  # today's figures are shown whole
+        self.weeks_check.confirm(today_combination, full=True)  # today's figures are shown whole
         unconfirmed = None if best is not None else self._best(self.target.minutes)
         if unconfirmed is not None:
-            self._confirm(unconfirmed)
+            self.weeks_check.confirm(unconfirmed)
         closest = None if best is not None else self._closest()
         return SearchReport(
             target=self.target,
@@ -500,9 +419,9 @@ class _Search:
             runs={pool: list(runs) for pool, runs in self.runs.items()},
             cut=cut,
             max_runs=self.max_runs,
-            confirmations=dict(self.confirmations),
-            weeks=self.weeks,
-            confidence=self.confidence,
+            confirmations=dict(self.weeks_check.confirmations),
+            weeks=self.weeks_check.weeks,
+            confidence=self.weeks_check.confidence,
             unconfirmed=unconfirmed,
         )
 
