@@ -4,6 +4,8 @@ Everything that can fail or take time (validation, the derived model, the capaci
 before the first resource is registered: a bad config stops `pulumi up` before it changes anything.
 """
 
+from datetime import UTC, datetime
+
 import pulumi
 
 from infra.cloud.platform import build_platform
@@ -40,5 +42,6 @@ for key in PROVIDER_CREDENTIAL_KEYS:  # a provider credential typed in clear sit
     if pulumi.runtime.get_config(key) is not None and not pulumi.runtime.is_config_secret(key):
         raise pulumi.RunError(f"{key} is stored in plain text: pulumi config set --secret {key} ...")
 
-for name, value in build_platform(platform, secrets, report).items():
+# the clock, read once here like the config: warm placeholders are created at the size of the window open now
+for name, value in build_platform(platform, secrets, report, now=datetime.now(UTC)).items():
     pulumi.export(name, value)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from infra.config.platform import PlatformSpec
 from infra.config.pools import POOL_NAME_LABEL
@@ -71,6 +73,19 @@ def week_spans(pool: Pool) -> tuple[tuple[int, int, int], ...]:
         else:
             merged.append((start, end, nodes))
     return tuple(merged)
+
+
+def minute_of_week(moment: datetime, time_zone: str) -> int:
+    """`moment` as minutes from Monday 00:00 in `time_zone` (the clock the CronJobs and the spans keep)."""
+    local = moment.astimezone(ZoneInfo(time_zone))
+    return local.weekday() * MINUTES_PER_DAY + local.hour * 60 + local.minute
+
+
+def replicas_at(pool: WarmPool, minute: int) -> int:
+    """The placeholders of the span open at `minute` of the week (0: none): what its Deployment is created with.
+    Why: a window already open when `pulumi up` creates the placeholders would warm nothing until its next
+    scale-up, since a CronJob only fires at its own minute."""
+    return next((nodes for start, end, nodes in pool.spans if start <= minute < end), 0)
 
 
 def _edges(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int]]:

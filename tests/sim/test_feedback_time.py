@@ -291,7 +291,8 @@ def test_the_warm_capacity_component_keeps_to_its_namespace_and_its_verbs(
     assert classes["gpu-ci-placeholder"]["value"] == 0 and classes["gpu-ci-placeholder"]["preemptionPolicy"] == "Never"
     assert classes["gpu-ci-job"]["value"] == 1000
     deployment = run.one(T.DEPLOYMENT, "warm-placeholders-ci-training")
-    assert deployment.options["ignore_changes"] == ["spec.replicas"] and deployment.inputs["spec"]["replicas"] == 0
+    assert deployment.options["ignore_changes"] == ["spec.replicas"]
+    assert deployment.inputs["spec"]["replicas"] in (0, 1)  # the window open at the run's clock (tests/model)
     pod = deployment.inputs["spec"]["template"]["spec"]
     assert pod["priorityClassName"] == "gpu-ci-placeholder"
     assert pod["nodeSelector"] == {"k8s.scaleway.com/pool-name": "ci-training"}
