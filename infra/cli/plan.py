@@ -16,7 +16,9 @@ from typing import Any
 import pulumi
 
 from infra.cli import fail, real_folder, shown_path, write_file
-from infra.model.platform import Platform
+from infra.cli.background import in_background
+from infra.config.errors import SpecError
+from infra.model.platform import Platform, load_platform
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import RESOURCE_TYPES, RecordedResource, mask_secrets
 from infra.offline.policy_check import Violation, policy_report
@@ -26,6 +28,7 @@ from infra.render.artifacts import render_artifacts
 from infra.render.report import capacity_rows, render_report
 from infra.render.text import render_table
 from infra.sim.week import CostReport
+from infra.sim.weeks import WeeksReport, simulate_weeks
 from infra.untrusted import printable
 
 MAX_CELL = 110
@@ -61,20 +64,23 @@ def main(args: argparse.Namespace) -> int:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
         return fail(str(err))
+    # the target over slo.weeks weeks (the program simulates only the first): on the other core, meanwhile
+    pending = in_background(lambda: _weeks(config))
     run = run_program(config, check=False)
+    weeks = pending.result()
     if run.error is not None:
         if not isinstance(run.error, pulumi.RunError):
             raise run.error
         return fail(str(run.error))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
-    day: CostReport | None = run.namespace["day"]  # and its day simulated once
+    day: CostReport | None = run.namespace["day"]  # and its week simulated once
     path = stack_file(args.stack, path=args.config)
     if collisions := stack_collisions(platform, path):  # what it shares with the project's other stacks
         for problem in collisions:
             print(f"error: {printable(str(problem), None)}", file=sys.stderr)
         return 2
     verdict = policy_report(run)
-    artifacts = render_artifacts(platform, day)
+    artifacts = render_artifacts(platform, day, weeks)
     if args.out:
         try:
             write_artifacts(args.out, artifacts)
@@ -82,14 +88,25 @@ def main(args: argparse.Namespace) -> int:
             where = f" ({shown_path(err.filename)})" if err.filename and str(err.filename) != str(args.out) else ""
             return fail(f"--out {shown_path(args.out)}: cannot be written{where}: {err.strerror or err}")
     if args.json:  # JSON escapes every control character itself
-        json.dump(plan_document(config, platform, day, run, verdict), sys.stdout, indent=2, sort_keys=True, default=str)
+        document = plan_document(config, platform, day, run, verdict, weeks=weeks)
+        json.dump(document, sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_plan(config, platform, day, run, out=args.out, artifacts=artifacts, verdict=verdict))
+        shown = render_plan(config, platform, day, run, out=args.out, artifacts=artifacts, verdict=verdict, weeks=weeks)
+        sys.stdout.write(shown)
     blocking = [v for v in verdict if v.level == "mandatory"]
     for violation in blocking:
         print(f"error: {printable(str(violation), None)}", file=sys.stderr)
     return 1 if blocking else 0
+
+
+def _weeks(config: StackConfig) -> WeeksReport | None:
+    """The stack's simulated weeks (`infra.sim.weeks`); None without a workload or with a spec the program
+    refuses (it says why)."""
+    try:
+        return simulate_weeks(load_platform(config.get("platform")))
+    except SpecError:
+        return None
 
 
 def write_artifacts(out: Path, artifacts: dict[str, str]) -> None:
@@ -116,8 +133,11 @@ def plan_document(
     day: CostReport | None,
     run: ProgramRun,
     verdict: list[Violation] | None = None,
+    *,
+    weeks: WeeksReport | None = None,
 ) -> dict[str, Any]:
-    """The plan as data, secrets masked: what `--json` prints and what MR diffs compare."""
+    """The plan as data, secrets masked: what `--json` prints and what MR diffs compare; `weeks` the target
+    over the simulated weeks (`infra.sim.weeks`)."""
     return {
         "project": config.project,
         "stack": config.stack,
@@ -141,11 +161,9 @@ def plan_document(
             "nodes": sum(platform.gpu_nodes_at_once.values()),
             "gpus": platform.gpus_at_once,
         },
-        "report": render_report(platform, day),
-        "warnings": [
-            *(message for level, message in run.logs if level == "warning"),
-            *(str(v) for v in verdict or []),
-        ],
+        "report": render_report(platform, day, weeks),
+        "weeks": None if weeks is None else weeks.as_json(),
+        "warnings": [*_warnings(run, weeks), *(str(v) for v in verdict or [])],
         "policy": [v.__dict__ for v in verdict or []],
     }
 
@@ -159,6 +177,7 @@ def render_plan(
     out: Path | None,
     artifacts: dict[str, str],
     verdict: list[Violation] | None = None,
+    weeks: WeeksReport | None = None,
 ) -> str:
     resources = ordered(run)
     rows = []
@@ -172,9 +191,9 @@ def render_plan(
         f"{sum(1 for r in resources if not r.custom)} components):\n",
         render_table(("type", "name", "key inputs"), rows),
         "\n",
-        render_report(platform, day),
+        render_report(platform, day, weeks),
     ]
-    warnings = [message for level, message in run.logs if level == "warning"]
+    warnings = _warnings(run, weeks)
     if warnings:
         parts.append("\nWarnings:\n" + "".join(f"  - {printable(w, None)}\n" for w in warnings))
     if verdict is not None:
@@ -189,6 +208,14 @@ def render_plan(
     else:
         parts.append(f"\nArtifacts (write them with --out DIR): {', '.join(sorted(artifacts))}\n")
     return printable("".join(parts), None, keep="\n")  # the last gate: a value of the spec is shown, never obeyed
+
+
+def _warnings(run: ProgramRun, weeks: WeeksReport | None) -> list[str]:
+    """The program's warnings (the spec's), then the target missed over the weeks."""
+    return [
+        *(message for level, message in run.logs if level == "warning"),
+        *(str(w) for w in (weeks.warnings() if weeks is not None else [])),
+    ]
 
 
 def _flags(resource: RecordedResource) -> str:

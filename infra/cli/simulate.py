@@ -7,6 +7,9 @@ against the bound the slots set, the longest wait before a job runs, and the GPU
 - `--cold-start MIN`: every GPU pool takes this long from zero;
 - `--slower 1.1`: jobs 10 % longer than estimated;
 - `--orders N`: N seeded random job orders besides the given one (worst case shown);
+- `--weeks N` (with `--week`): also N independent weeks (arrivals, run times and boots drawn for each, the same
+  weeks for every spec), per class the p95 over all their jobs, the spread of the weekly p95s and in how many
+  weeks the target is met (`infra.sim.weeks`); `--late-boot MIN`: every boot that much later than drawn;
 - `--upgrade-at MIN`: every runner's manager is upgraded at that minute;
 - `--single-runner`: the layout before one runner per pool, for comparison;
 - `--timeline`: also print the busiest burst of the week (as `plan` simulates it, whatever the knobs: the MR
@@ -31,6 +34,7 @@ from pathlib import Path
 from infra.cli import fail, shown_path, write_file
 from infra.config.errors import SpecError
 from infra.config.schedule import MINUTES_PER_DAY
+from infra.config.slo import MAX_WEEKS
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.change import compare
@@ -60,6 +64,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cold-start", metavar="MIN", help="cold start of every GPU pool")
     parser.add_argument("--slower", default="1", help="jobs this many times longer (1.1, or 11/10)")
     parser.add_argument("--orders", type=int, default=0, metavar="N", help="also N seeded random job orders")
+    parser.add_argument(
+        "--weeks",
+        type=int,
+        metavar="N",
+        help=f"with --week: also N independent weeks, the target's verdict over them (1-{MAX_WEEKS})",
+    )
+    parser.add_argument("--late-boot", metavar="MIN", help="every node boots this much later than drawn")
     parser.add_argument("--upgrade-at", metavar="MIN", help="upgrade every manager at this minute")
     parser.add_argument("--single-runner", action="store_true", help="also the former single-runner layout")
     parser.add_argument(
@@ -104,9 +115,10 @@ def main(args: argparse.Namespace) -> int:
     rows = scenario_rows(platform, jobs, knobs, single_runner=args.single_runner)
     if changed is None:
         sys.stdout.write(render_rows(platform, jobs, args.stack, knobs, rows))
+        failed = _weeks(args, knobs, [("current spec", platform)])
         if code := _timelines(args, [("current spec", platform)]):
             return code
-        return 1 if any(row.failed for row in rows) else 0
+        return 1 if failed or any(row.failed for row in rows) else 0
     new_platform, settings = changed
     new_rows = scenario_rows(new_platform, changed_jobs, knobs, single_runner=args.single_runner)
     sys.stdout.write(render_rows(platform, jobs, args.stack, knobs, rows, table=False))
@@ -117,9 +129,28 @@ def main(args: argparse.Namespace) -> int:
     for warning in new_platform.warnings:
         if warning not in platform.warnings:
             sys.stdout.write(f"warning (changed spec): {warning}\n")
+    failed = _weeks(args, knobs, [("current spec", platform), ("changed spec", new_platform)])
     if code := _timelines(args, [("current spec", platform), ("changed spec", new_platform)]):
         return code
-    return 1 if any(row.failed for row in new_rows) else 0
+    return 1 if failed or any(row.failed for row in new_rows) else 0
+
+
+def _weeks(args: argparse.Namespace, knobs: Knobs, platforms: list[tuple[str, Platform]]) -> bool:
+    """`--weeks N`: each spec's N weeks under the knobs, as a table; True when the last spec lost a job."""
+    if args.weeks is None:
+        return False
+    from infra.render.weeks import render_weeks  # noqa: PLC0415 - only with the flag
+    from infra.sim.weeks import simulate_weeks  # noqa: PLC0415
+
+    lost = False
+    for name, platform in platforms:
+        report = simulate_weeks(
+            platform, args.weeks, slower=knobs.slower, late_boot=knobs.late_boot, cold_start_minutes=knobs.cold_start
+        )
+        if report is not None:
+            sys.stdout.write(f"\n{name}: " + render_weeks(report))
+            lost = any(report.failed_by_week)
+    return lost
 
 
 def _timelines(args: argparse.Namespace, platforms: list[tuple[str, Platform]]) -> int:
@@ -158,14 +189,24 @@ def _knobs(args: argparse.Namespace) -> Knobs:
     if not 0 < slower <= 10:
         raise ValueError(f"--slower={args.slower}: must be above 0 and at most 10")
     cold_start, upgrade_at = _number("--cold-start", args.cold_start), _number("--upgrade-at", args.upgrade_at)
-    for flag, value in (("--cold-start", cold_start), ("--upgrade-at", upgrade_at)):
+    late_boot = _number("--late-boot", args.late_boot)
+    for flag, value in (("--cold-start", cold_start), ("--upgrade-at", upgrade_at), ("--late-boot", late_boot)):
         if value is not None and not 0 <= value <= 24 * 60:
             raise ValueError(f"{flag}={value}: must be 0-1440 minutes")
+    if args.weeks is not None and not (args.week and 1 <= args.weeks <= MAX_WEEKS):
+        raise ValueError(f"--weeks={args.weeks}: must be 1-{MAX_WEEKS}, with --week (the weeks are whole weeks)")
     stockouts: dict[str, tuple[tuple[Fraction, Fraction], ...]] = {}
     for text in args.stockout:
         pool, window = _stockout(text)
         stockouts[pool] = (*stockouts.get(pool, ()), window)
-    return Knobs(cold_start=cold_start, slower=slower, orders=args.orders, upgrade_at=upgrade_at, stockouts=stockouts)
+    return Knobs(
+        cold_start=cold_start,
+        slower=slower,
+        orders=args.orders,
+        upgrade_at=upgrade_at,
+        stockouts=stockouts,
+        late_boot=late_boot or Fraction(0),
+    )
 
 
 def _stockout(text: str) -> tuple[str, tuple[Fraction, Fraction]]:
@@ -214,7 +255,7 @@ def _check_budget(
     for what, count in (("", len(jobs)), ("the changed spec: ", len(changed))):
         if count > MAX_JOBS:
             raise ValueError(f"{what}{source}: {count} jobs to simulate, the simulation takes at most {MAX_JOBS}")
-    runs = (1 + knobs.orders) * (2 if args.single_runner else 1)
+    runs = (1 + knobs.orders) * (2 if args.single_runner else 1) + (args.weeks or 0)
     total = runs * (len(jobs) + len(changed))
     if total > MAX_SIMULATED_JOBS:
         raise ValueError(
@@ -251,6 +292,7 @@ def render_rows(
     """The scenarios side by side: what was simulated, then one line each (`table`)."""
     shown = [
         f"cold start {knobs.cold_start} min" if knobs.cold_start is not None else "cold start as configured",
+        *([f"every boot {knobs.late_boot} min late"] if knobs.late_boot else []),
         f"jobs x{float(knobs.slower):g}",
         f"manager upgrade at minute {knobs.upgrade_at}" if knobs.upgrade_at is not None else "no upgrade",
         f"{1 + knobs.orders} order(s), worst shown",

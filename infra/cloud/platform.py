@@ -8,6 +8,7 @@ config or computes a figure.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import pulumi
@@ -28,6 +29,7 @@ from infra.cloud.runner import RunnerFleet, RunnerFleetArgs, RunnerRelease
 from infra.cloud.warm import WarmCapacity, WarmCapacityArgs
 from infra.config.registry import REGISTRY_PULL_SECRET_CONFIG
 from infra.model.platform import Platform
+from infra.model.warm import minute_of_week
 from infra.render.ci_templates import render_ci_templates
 from infra.render.device_plugin import cluster_policy_patch, device_plugin_configs
 from infra.render.runner import runner_helm_values
@@ -37,12 +39,15 @@ def build_platform(
     platform: Platform,
     secrets: Mapping[str, pulumi.Input[str]] | None = None,
     report: Mapping[str, Any] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Register every resource of the platform; return the stack outputs by name.
 
     `secrets` holds the stack secrets the spec needs (`infra.config.secrets.secret_config_keys`), read by
     `__main__.py` as Pulumi secrets. `report` holds figures computed before any registration (capacity, cost),
-    exported as they are.
+    exported as they are. `now`: when this `up` runs (placeholders are created at the size of the warm window
+    open then; None: at 0).
     """
     spec = platform.spec
     kapsule = KapsuleCluster(
@@ -108,7 +113,12 @@ def build_platform(
     if platform.warm:
         warm = WarmCapacity(
             WARM_COMPONENT,
-            WarmCapacityArgs(pools=platform.warm, settings=spec.warm_capacity, cilium=spec.cluster.cni == "cilium"),
+            WarmCapacityArgs(
+                pools=platform.warm,
+                settings=spec.warm_capacity,
+                cilium=spec.cluster.cni == "cilium",
+                opened_at=None if now is None else minute_of_week(now, platform.warm[0].time_zone),
+            ),
             pulumi.ResourceOptions(providers=[kapsule.provider]),
         )
         outputs["warm_capacity"] = {"deployments": warm.deployments, "schedules": warm.schedules}

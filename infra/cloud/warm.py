@@ -13,8 +13,10 @@ Fed by the derived warm pools (`infra.model.warm`) and `platform.warm_capacity`.
 - a ServiceAccount that may only read and patch the `scale` of those Deployments, and per scale time of the
   week a CronJob (`timeZone`: the workload's) that patches it.
 
-Safe updates: the Deployments are created at 0 replicas and Pulumi ignores `spec.replicas` afterwards, so an
-`up` never fights the CronJobs (nor kills a warm node in a window); placeholders never evict a job.
+Safe updates: each Deployment is created at the size of the window open at that moment (0 outside one: a window
+already open would otherwise warm nothing until its next scale-up) and Pulumi ignores `spec.replicas`
+afterwards, so an `up` never fights the CronJobs (nor kills a warm node in a window); placeholders never evict
+a job.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from infra.cloud.network import (
 )
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
 from infra.config.warm import WarmCapacitySpec
-from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool
+from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool, replicas_at
 
 PLACEHOLDER_LABEL = "gpu-ci/placeholder"
 """Label of a pool's placeholder pods (its value: the pool), which their anti-affinity selects."""
@@ -62,6 +64,9 @@ class WarmCapacityArgs:
     settings: WarmCapacitySpec
     cilium: bool = True
     """The cluster's CNI is Cilium: the scalers' way to the API server is a CiliumNetworkPolicy entity."""
+    opened_at: int | None = None
+    """The minute of the week (in the workload's time zone) this `up` runs at: each Deployment is created at the
+    size of the span open then (`infra.model.warm.replicas_at`); None: at 0."""
 
 
 class WarmCapacity(pulumi.ComponentResource):
@@ -125,7 +130,8 @@ class WarmCapacity(pulumi.ComponentResource):
         )
         self.deployments, self.schedules = {}, {}
         for pool in args.pools:
-            deployment = self._placeholders(name, pool, settings, space)
+            replicas = 0 if args.opened_at is None else replicas_at(pool, args.opened_at)
+            deployment = self._placeholders(name, pool, settings, space, replicas)
             self.deployments[pool.pool] = pulumi.Output.concat(
                 deployment.metadata.namespace, "/", deployment.metadata.name
             )
@@ -135,7 +141,7 @@ class WarmCapacity(pulumi.ComponentResource):
         self.register_outputs({"deployments": self.deployments, "schedules": self.schedules})
 
     def _placeholders(
-        self, name: str, pool: WarmPool, settings: WarmCapacitySpec, space: k8s.core.v1.Namespace
+        self, name: str, pool: WarmPool, settings: WarmCapacitySpec, space: k8s.core.v1.Namespace, replicas: int
     ) -> k8s.apps.v1.Deployment:
         labels = {PLACEHOLDER_LABEL: pool.pool}
         gpu = {"nvidia.com/gpu": "1"}
@@ -143,7 +149,7 @@ class WarmCapacity(pulumi.ComponentResource):
             child_name(f"placeholders-{pool.pool}", name),
             metadata=object_meta(pool.deployment, settings.namespace),
             spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=0,
+                replicas=replicas,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(

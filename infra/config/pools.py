@@ -176,7 +176,14 @@ class PoolSpec(SpecModel):
     """GPU pools only: `{strategy: none}` (the default), `{strategy: time-slicing, replicas: N}` (2-16) or
     `{strategy: mps, replicas: N}` (2-48)."""
     cold_start_minutes: StrictInt = Field(15, ge=1, le=MAX_COLD_START_MINUTES)
-    """Time from a pending job to a ready node when the pool is at zero (node boot, GPU driver, image pull)."""
+    """Time from a pending job to a ready node when the pool is at zero (node boot, GPU driver, image pull): the
+    median of the boots measured (`workload --from-gitlab`), or an estimate. Alone, every boot takes it."""
+    cold_start_p90_minutes: StrictInt | None = Field(None, ge=1, le=MAX_COLD_START_MINUTES)
+    """The p90 of the boots measured (>= the median): the simulation then draws each scale-up's boot
+    log-normally through the median and the p90, cut at `cold_start_max_minutes` (else at the draw's p99)."""
+    cold_start_max_minutes: StrictInt | None = Field(None, ge=1, le=MAX_COLD_START_MINUTES)
+    """The slowest boot seen (>= the p90, or the median): the cut of the draw, and with the p90 (else the median)
+    the worst figure the pool's `poll_timeout` and the outage it survives are derived from."""
     merge_request_slots: StrictInt = Field(0, ge=0, le=MAX_POOL_NODES * 64)
     """Job slots held for merge-request jobs: batch jobs never take them, merge-request jobs take any free
     slot. A second runner of the pool holds them (its `concurrent`); the two add up to the pool's slots."""
@@ -198,6 +205,11 @@ class PoolSpec(SpecModel):
         if self.upgrade_policy is not None:
             return self.upgrade_policy
         return SURGE_FIRST if self.always_on else DRAIN_FIRST
+
+    @property
+    def worst_cold_start_minutes(self) -> int:
+        """The slowest boot the pool's figures say: its max, else its p90, else its median."""
+        return self.cold_start_max_minutes or self.cold_start_p90_minutes or self.cold_start_minutes
 
     @property
     def initial_size(self) -> int:

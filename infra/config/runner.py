@@ -89,12 +89,14 @@ class RunnerSpec(SpecModel):
     """Longest job the runners accept (their `maximum_timeout` on GitLab: it caps a job's timeout, never raises
     it); a manager upgrade waits this long to drain. The CI templates set their own `timeout:` within it."""
     poll_timeout_margin_minutes: int = Field(10, ge=1, le=120, strict=True)
-    """Slack over a pool's `cold_start_minutes` (image pull, scheduling) that every wait for a node keeps:
-    never zero, a node that takes exactly the cold start would fail the job."""
+    """Slack over a pool's slowest cold start (`cold_start_max_minutes`, else `cold_start_p90_minutes`, else
+    `cold_start_minutes`; image pull, scheduling) that every wait for a node keeps: never zero, a node that takes
+    exactly the cold start would fail the job."""
     node_wait_tolerance: Duration = "2h"
     """The longest outage of a pool's nodes (a stock-out, a slow boot) that loses no job. The CI templates
     retry a job whose pod found no node (`retry: max: 2`, a new job each time), and each attempt's
-    `poll_timeout` is derived so that the three attempts outlast this plus the cold start and the margin;
+    `poll_timeout` is derived so that the three attempts outlast this plus the pool's slowest cold start and the
+    margin;
     every attempt's job timeout must still hold that wait plus the pool's longest job."""
     tags: tuple[str, ...] = Field(("kapsule", "gpu"), max_length=MAX_LIST)
     """The default pool's tags: a job carrying these (and no other) runs on `default_pool`. Only the default

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from infra.config.base import SpecModel, StrictFloat
+from infra.config.base import SpecModel, StrictFloat, StrictInt
+
+MAX_WEEKS = 100
+"""Simulated weeks at most: each is a whole week of the workload dispatched (about 20 ms on the dev stack)."""
 
 
 class SloSpec(SpecModel):
@@ -14,3 +17,10 @@ class SloSpec(SpecModel):
     """The 95th percentile of merge-request jobs' waits (queued to running: for a runner slot, then for a
     node) over the simulated week of `platform.workload`. `plan` says met or missed (a miss is a warning);
     the levers are a pool's `max_size`, `merge_request_slots` and `warm` windows. None: no target."""
+    weeks: StrictInt = Field(20, ge=1, le=MAX_WEEKS)
+    """How many independent weeks the target is judged on (arrivals, run times and boots drawn for each, the
+    same weeks for every spec): `plan` and the MR note say in how many of them it is met, with the p95 over all
+    their merge-request jobs and the spread of the weekly p95s."""
+    confidence: StrictFloat = Field(0.9, gt=0, le=1)
+    """The share of those weeks the target must be met in: below it, `plan` warns at the target, and `recommend`
+    looks for the cheapest spec that reaches it (`--confidence` overrides it)."""

@@ -6,7 +6,9 @@ job at the end of GitLab's queue, with its own poll_timeout and job timeout. So 
 spread over `ATTEMPTS` attempts: the poll_timeout P of a pool's runner is the smallest whole minute with
 ATTEMPTS x P >= `runner.node_wait_tolerance` + the pool's cold start + `runner.poll_timeout_margin_minutes`
 (and never below the cold start plus the margin), and a pool survives an outage of its nodes (a stock-out,
-a slow boot) of up to ATTEMPTS x P - cold start - margin minutes. Every attempt's job timeout must hold P plus
+a slow boot) of up to ATTEMPTS x P - cold start - margin minutes. The cold start is the pool's slowest figure
+(`Pool.worst_cold_start_minutes`: the max boot measured, else the p90, else the median): a node that boots as
+slowly as the worst one seen still finds its job waiting. Every attempt's job timeout must hold P plus
 the pool's longest job (`infra.model.checks`).
 """
 

@@ -336,10 +336,20 @@ def _timeout_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Ma
             key_path("runner", "job_timeout"),
             spec.runner.job_timeout,
             f"cannot hold an attempt on pool {pool.name}: its poll_timeout {poll} min (runner.node_wait_tolerance="
-            f"{spec.runner.node_wait_tolerance} over {ATTEMPTS} attempts, cold start {pool.cold_start_minutes} "
+            f"{spec.runner.node_wait_tolerance} over {ATTEMPTS} attempts, cold start {_cold_start_text(pool)} "
             f"min){jobs}; raise the timeout to more than {poll + math.ceil(longest)} min, or lower the tolerance",
         )
     ]
+
+
+def _cold_start_text(pool: Pool) -> str:
+    """`15` or `20 (its worst figure; median 15)`: the boot the poll_timeout is derived from."""
+    worst = pool.worst_cold_start_minutes
+    return (
+        str(worst)
+        if worst == pool.cold_start_minutes
+        else f"{worst} (its worst figure; median {pool.cold_start_minutes})"
+    )
 
 
 def _runner_problems(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:

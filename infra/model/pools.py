@@ -69,7 +69,19 @@ class Pool:
 
     @property
     def cold_start_minutes(self) -> int:
+        """The median boot (every boot, without the optional figures)."""
         return self.spec.cold_start_minutes
+
+    @property
+    def worst_cold_start_minutes(self) -> int:
+        """The slowest boot its figures say (max, else p90, else median): what `poll_timeout` must outlast."""
+        return self.spec.worst_cold_start_minutes
+
+    @property
+    def lead_cold_start_minutes(self) -> int:
+        """How early warm capacity is started so that its nodes are ready at `from` in 9 boots of 10: the p90,
+        else the median."""
+        return self.spec.cold_start_p90_minutes or self.spec.cold_start_minutes
 
     @property
     def sharing(self) -> GpuSharing:

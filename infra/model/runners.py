@@ -132,7 +132,8 @@ def _runner(
     sizes: dict[str, Quantity] = {r.field: _largest(own, r.field) for r in JOB_RESOURCES}
     release = RELEASE_NAME if is_default else f"{RELEASE_NAME}-{name}"
     margin = spec.runner.poll_timeout_margin_minutes
-    poll = poll_timeout_minutes(pool.cold_start_minutes, margin, spec.runner.node_wait_tolerance_minutes)
+    worst = pool.worst_cold_start_minutes  # the slowest boot measured, not the median: a late node loses no job
+    poll = poll_timeout_minutes(worst, margin, spec.runner.node_wait_tolerance_minutes)
     which = "held merge-request slots of pool" if held else "pool"
     return Runner(
         name=name,
@@ -141,7 +142,7 @@ def _runner(
         is_default=is_default,
         concurrent=concurrent,
         poll_timeout_seconds=60 * poll,
-        survives_outage_minutes=survived_outage_minutes(poll, pool.cold_start_minutes, margin),
+        survives_outage_minutes=survived_outage_minutes(poll, worst, margin),
         job_timeout_seconds=spec.runner.job_timeout_seconds,
         template_timeout_seconds=template_timeout_seconds(spec, pool, 60 * poll),
         profiles=pool.profiles,

@@ -2,7 +2,8 @@
 down, as CronJob schedules in the workload's time zone, and what the simulation holds up.
 
 A window `Mon-Fri 08:00-19:00, nodes: 1` on a pool with a 15-min cold start means one node ready from 08:00
-to 19:00: the placeholders are scaled to 1 at 07:45 (a cold start early) and to 0 at 19:00. Windows that
+to 19:00: the placeholders are scaled to 1 at 07:45 (a cold start early: the pool's p90 boot when it has one, so
+the node is ready in 9 boots of 10) and to 0 at 19:00. Windows that
 then touch or overlap (08:00-12:00 and 12:00-19:00) are one span (the larger node count holds), and a
 start that falls before Monday 00:00 is the Sunday before's. One CronJob per distinct (time, node count)
 of the week, its days in cron's `dow` (0 = Sunday). The simulation reads the same spans (`week_spans`).
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from infra.config.platform import PlatformSpec
 from infra.config.pools import POOL_NAME_LABEL
@@ -54,7 +57,7 @@ class WarmPool:
 
 def week_spans(pool: Pool) -> tuple[tuple[int, int, int], ...]:
     """The pool's warm windows over the week, each started a cold start early (see the module docstring)."""
-    lead = pool.cold_start_minutes
+    lead = pool.lead_cold_start_minutes
     pieces: list[tuple[int, int, int]] = []
     for window in pool.spec.warm:
         for start, end in window.intervals():
@@ -70,6 +73,19 @@ def week_spans(pool: Pool) -> tuple[tuple[int, int, int], ...]:
         else:
             merged.append((start, end, nodes))
     return tuple(merged)
+
+
+def minute_of_week(moment: datetime, time_zone: str) -> int:
+    """`moment` as minutes from Monday 00:00 in `time_zone` (the clock the CronJobs and the spans keep)."""
+    local = moment.astimezone(ZoneInfo(time_zone))
+    return local.weekday() * MINUTES_PER_DAY + local.hour * 60 + local.minute
+
+
+def replicas_at(pool: WarmPool, minute: int) -> int:
+    """The placeholders of the span open at `minute` of the week (0: none): what its Deployment is created with.
+    Why: a window already open when `pulumi up` creates the placeholders would warm nothing until its next
+    scale-up, since a CronJob only fires at its own minute."""
+    return next((nodes for start, end, nodes in pool.spans if start <= minute < end), 0)
 
 
 def _edges(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int]]:

@@ -14,13 +14,15 @@ from infra.render.device_plugin import render_cluster_policy_patch, render_confi
 from infra.render.report import capacity_rows, render_report
 from infra.render.runner import render_runner_config, render_runner_values
 from infra.sim.week import CostReport
+from infra.sim.weeks import WeeksReport
 
 
-def render_artifacts(platform: Platform, cost: CostReport | None) -> dict[str, str]:
+def render_artifacts(platform: Platform, cost: CostReport | None, weeks: WeeksReport | None = None) -> dict[str, str]:
     """File name -> content, for every artifact derived from the spec (one config and values file per runner);
-    `cost` is the simulated day of the workload (`infra.sim.day.simulate_week`)."""
+    `cost` is the simulated week of the workload (`infra.sim.week.simulate_week`), `weeks` the target over many
+    (`infra.sim.weeks.simulate_weeks`)."""
     artifacts = {
-        "capacity.txt": render_report(platform, cost),
+        "capacity.txt": render_report(platform, cost, weeks),
         "capacity.json": json.dumps(capacity_rows(platform), indent=2, sort_keys=True) + "\n",
         "ci-templates.yml": render_ci_templates(platform),
     }
@@ -33,4 +35,6 @@ def render_artifacts(platform: Platform, cost: CostReport | None) -> dict[str, s
         artifacts["cluster-policy-patch.json"] = render_cluster_policy_patch(platform)
     if cost is not None:
         artifacts["cost.json"] = json.dumps(cost.as_json(), indent=2, sort_keys=True) + "\n"
+    if weeks is not None:
+        artifacts["weeks.json"] = json.dumps(weeks.as_json(), indent=2, sort_keys=True) + "\n"
     return artifacts

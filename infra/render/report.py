@@ -15,7 +15,9 @@ from infra.model.timeouts import gitlab_duration
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
 from infra.render.text import format_eur, render_table
+from infra.render.weeks import render_weeks, verdict_line
 from infra.sim.week import CostReport
+from infra.sim.weeks import WeeksReport
 
 
 def capacity_rows(platform: Platform) -> list[dict[str, object]]:
@@ -48,10 +50,10 @@ def _gpu(pool: Pool) -> str:
     return pool.node.gpu_summary or "-"
 
 
-def render_report(platform: Platform, cost: CostReport | None) -> str:
+def render_report(platform: Platform, cost: CostReport | None, weeks: WeeksReport | None = None) -> str:
     """Per pool: node type, allocatable, jobs per node and what binds it, EUR/h while up and idle; the runners;
-    then GPU sharing, prices against the old way, and (with a workload: `cost`, its simulated day) the daily cost
-    and drain time."""
+    then GPU sharing, prices against the old way, and (with a workload: `cost`, its simulated week) the daily
+    cost and drain time; with `weeks` (`infra.sim.weeks`), the target judged over them."""
     parts = [
         "Capacity (per node, while a pool is up):\n" + render_pool_table(platform) + render_quota(platform),
         render_runners(platform),
@@ -59,7 +61,7 @@ def render_report(platform: Platform, cost: CostReport | None) -> str:
     if platform.gpu_pools:
         parts += [render_sharing(platform), render_prices(platform)]
     if cost is not None:
-        parts.append(render_cost(platform, cost))
+        parts.append(render_cost(platform, cost, weeks))
     return "\n".join(parts)
 
 
@@ -227,9 +229,9 @@ def render_prices(platform: Platform) -> str:
     )
 
 
-def render_cost(platform: Platform, cost: CostReport) -> str:
+def render_cost(platform: Platform, cost: CostReport, weeks: WeeksReport | None = None) -> str:
     """The workload's simulated week: per profile run times, waits per class, per pool cost, failures, the
-    target, new setup against old."""
+    target (over `weeks` when given), new setup against old."""
     loads = [
         (p.profile, p.pool, str(p.jobs_per_week), _minutes(p.minutes_alone), _minutes(p.minutes_as_run))
         for p in cost.profiles
@@ -266,7 +268,8 @@ def render_cost(platform: Platform, cost: CostReport) -> str:
         + load_table,
         "Waits from queued to running, per class (p95: nearest rank; over every attempt of a retried job):\n"
         + render_waits(cost),
-        _target(cost),
+        _target(cost, weeks),
+        "" if weeks is None else render_weeks(weeks, verdict=False),
         f"An average day of the week, new setup against old ({format_eur(cost.eur_per_week)} EUR a week):\n" + table,
         f"Failed jobs: {failed}"
         + (f" ({retried} attempts retried, counted once)" if retried else "")
@@ -303,10 +306,15 @@ def render_waits(cost: CostReport) -> str:
     return render_table(header, body)
 
 
-def _target(cost: CostReport) -> str:
+def _target(cost: CostReport, weeks: WeeksReport | None) -> str:
     target = cost.merge_request_target_minutes
     if target is None:
         return ""
+    if weeks is not None and (line := verdict_line(weeks)):
+        first = (
+            "" if cost.merge_request_p95 is None else f" (the week above: p95 {_minutes(cost.merge_request_p95)} min)"
+        )
+        return f"Target platform.slo.merge_request_wait_minutes = {target:g} min: {line}{first}.\n"
     p95 = cost.merge_request_p95
     verdict = {True: "met", False: "MISSED", None: "not judged (no merge-request job in the week)"}[cost.target_met]
     parts = [] if p95 is None else [f"merge-request jobs wait {_minutes(p95)} min (p95)"]

@@ -45,8 +45,13 @@ class Figures:
     target: float | None = None
     """`platform.slo.merge_request_wait_minutes`."""
     met: bool | None = None
-    """The plan's own verdict (`slo.met`: a merge-request job that failed misses the target whatever the p95 of
-    those that ran); None from a plan that does not give it, or not as true or false."""
+    """The plan's own verdict: over the weeks (`weeks.met`) when it has them, else the one week's (`slo.met`);
+    None from a plan that does not give it, or not as true or false."""
+    weeks: float | None = None
+    """How many weeks the target was judged on (None: a plan from before the weeks)."""
+    met_weeks: float | None = None
+    weeks_p95: float | None = None
+    """The p95 over all the weeks' merge-request jobs."""
 
 
 def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
@@ -59,7 +64,21 @@ def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
     target = _number(slo.get("merge_request_wait_minutes")) if isinstance(slo, Mapping) else None
     met = slo.get("met") if isinstance(slo, Mapping) and isinstance(slo.get("met"), bool) else None
     eur, makespan, failed = (_number(cost[key]) for key in COST_KEYS)
-    return Figures(eur, makespan, failed, merge_request_p95=_number(cost.get(WAIT_KEY)), target=target, met=met)
+    wait = _number(cost.get(WAIT_KEY))
+    weeks = plan.get("weeks") if isinstance(plan, Mapping) else None
+    if not isinstance(weeks, Mapping):
+        return Figures(eur, makespan, failed, merge_request_p95=wait, target=target, met=met)
+    return Figures(
+        eur,
+        makespan,
+        failed,
+        merge_request_p95=wait,
+        target=target,
+        met=weeks.get("met") if isinstance(weeks.get("met"), bool) else None,
+        weeks=_number(weeks.get("weeks")),
+        met_weeks=_number(weeks.get("met_weeks")),
+        weeks_p95=_number(weeks.get(WAIT_KEY)),
+    )
 
 
 def pool_slots(plan: Mapping[str, Any] | None) -> dict[str, int | None] | None:
@@ -130,14 +149,25 @@ def _cost_lines(base: Figures, head: Figures) -> list[str]:
             detail=_target(head),
         )
         lines.append(f"- **{wait[2:]}**" if head.target is not None and _missed(head) else wait)
+    if head.weeks is not None and head.target is not None:
+        over = f"weeks the target is met in, of {_count(head.weeks)}"
+        pooled = f"p95 over all their merge-request jobs {_wait(base.weeks_p95)} -> {_wait(head.weeks_p95)}"
+        if base.weeks_p95 == head.weeks_p95:
+            pooled = f"p95 over all their merge-request jobs {_wait(head.weeks_p95)}"
+        before = base.met_weeks if base.weeks == head.weeks else None
+        line = _line(over, before, head.met_weeks, _count, _signed, detail=pooled)
+        lines.append(f"- **{line[2:]}**" if _missed(head) else line)
     return lines
 
 
 def _target(figures: Figures) -> str:
     if figures.target is None:
         return ""
+    over = f" in {_count(figures.met_weeks)} of {_count(figures.weeks)} weeks" if figures.weeks is not None else ""
     if _missed(figures):
-        return f"target {_minutes(figures.target)} min: missed"
+        return f"target {_minutes(figures.target)} min: missed{over}"
+    if over:
+        return f"target {_minutes(figures.target)} min: met{over}"
     verdict = "no merge-request job" if figures.merge_request_p95 is None else "met"
     return f"target {_minutes(figures.target)} min: {verdict}"
 

@@ -243,12 +243,24 @@ class PlanOutputs(_Document):
     capacity: list[CapacityRow] | None = None
 
 
+class WeeksFigures(_Document):
+    """`weeks`: the target over the simulated weeks (`infra.sim.weeks`); absent from a plan before them."""
+
+    weeks: Count = None
+    met_weeks: Count = None
+    required_weeks: Count = None
+    met: bool | None = None
+    merge_request_wait_p95_minutes: Minutes = None
+    """The p95 over all the weeks' merge-request jobs."""
+
+
 class PlanDocument(_Document):
     stack: StackName | None = None
     resources: list[PlanResource]
     outputs: PlanOutputs = Field(default_factory=PlanOutputs)
     capacity: list[CapacityRow] | None = None
     report: Text | None = None
+    weeks: WeeksFigures | None = None
     warnings: list[Text] = Field(default_factory=list)
 
 

@@ -1,7 +1,8 @@
 """The week of jobs of `platform.workload` (pure): when each job is queued, how long it runs, its class.
 
 The week starts on Monday 00:00 in `workload.time_zone`. Everything drawn is seeded from the spec's own names
-(`zlib.crc32`, not Python's salted `hash`), so a spec always gives the same week, in every process:
+and the week's number (`zlib.crc32`, not Python's salted `hash`), so a spec always gives the same weeks, in every
+process, and two specs with the same workload the same weeks:
 
 - A kind (`workload.profiles.<p>.kinds.<kind>`) comes in **pipelines** of one job per family of the profile,
   `ceil(jobs_per_day / families)` a day on each of its `days`, queued at whole minutes drawn uniformly within
@@ -40,8 +41,10 @@ _NORMAL = NormalDist()
 _TOP = _NORMAL.cdf(Z99)
 
 
-def week_jobs(platform: Platform) -> list[PlannedJob]:
-    """The week of the spec's workload, in queue order (empty without a workload)."""
+def week_jobs(platform: Platform, *, week: int = 0) -> list[PlannedJob]:
+    """Week number `week` of the spec's workload, in queue order (empty without a workload): week 0 is the one
+    `plan` has always simulated; each other is drawn independently, from the same names and its number, so two
+    specs with the same workload are simulated on the same weeks (common random numbers)."""
     workload = platform.spec.workload
     if workload is None:
         return []
@@ -51,7 +54,7 @@ def week_jobs(platform: Platform) -> list[PlannedJob]:
             continue
         families = platform.profiles[name].families
         planned = (
-            _kind_jobs(name, families, load.kinds)
+            _kind_jobs(name, families, load.kinds, week)
             if load.kinds
             else _burst_jobs(name, families, load, workload.batches_per_day)
         )
@@ -85,12 +88,12 @@ def _burst_jobs(profile: str, families: tuple[str, ...], load: ProfileLoadSpec, 
     return jobs
 
 
-def _kind_jobs(profile: str, families: tuple[str, ...], kinds: dict[str, KindLoadSpec]) -> list[PlannedJob]:
+def _kind_jobs(profile: str, families: tuple[str, ...], kinds: dict[str, KindLoadSpec], week: int) -> list[PlannedJob]:
     jobs = []
     for kind_name, kind in sorted(kinds.items()):
         pipelines = math.ceil(kind.jobs_per_day / len(families))
         for day, (start, end) in _days(kind):
-            draws = Random(_seed(kind_name, day))
+            draws = Random(_seed(kind_name, day, *_week(week)))
             # [from, to): a draw rounded up to `to` is the window's last minute, not past it (past Sunday 24:00
             # it would leave the week, and any warm window ending at `to`)
             times = sorted(min(end - 1, start + round(draws.random() * (end - start))) for _ in range(pipelines))
@@ -102,7 +105,7 @@ def _kind_jobs(profile: str, families: tuple[str, ...], kinds: dict[str, KindLoa
                         PlannedJob(
                             f"{kind_name}-{family}",
                             profile,
-                            run_minutes(kind, _seed(kind_name, day, number, family)),
+                            run_minutes(kind, _seed(kind_name, day, number, family, *_week(week))),
                             Fraction(at),
                             job_class=kind.job_class,
                             kind=kind_name,
@@ -124,6 +127,11 @@ def run_minutes(kind: KindLoadSpec, seed: int) -> Fraction:
     quantile = min(max(Random(seed).random(), 1 - _TOP), _TOP)
     minutes = kind.minutes_per_job * math.exp(kind.sigma * _NORMAL.inv_cdf(quantile))
     return Fraction(round(minutes * 10), 10)
+
+
+def _week(week: int) -> tuple[str, ...]:
+    """The seed's part for the week's number: none for week 0 (the week `plan` always drew)."""
+    return (f"week{week}",) if week else ()
 
 
 def _seed(*parts: object) -> int:

@@ -230,9 +230,10 @@ def _cold_starts(
             known = first.get(attempt.node)
             if known is None or attempt.started < known[0]:
                 first[attempt.node] = (attempt.started, attempt)
+    created = {name: at for pool in result.pools for name, at, _ in pool.boots}  # each node's boot is its own draw
     found = []
     for node, (ready, attempt) in sorted(first.items(), key=lambda item: (item[1][0], item[0])):
-        boot = ready - platform.pools[attempt.pool].cold_start_minutes
+        boot = created.get(node, ready - platform.pools[attempt.pool].cold_start_minutes)
         if attempt.node_wait > 0 and boot < end and ready > start:
             found.append(ColdStart(attempt.pool, node, max(Fraction(0), boot - start), ready - start))
     return tuple(found[:MAX_BURST_MARKS])

@@ -9,16 +9,20 @@ the cluster-autoscaler adding and removing nodes, and what the nodes bill.
   change on its GPU (processor sharing): time-slicing slowdown = max(1, u x n), n = jobs on that GPU now;
   MPS slowdown = max(1, u x replicas) always (each client is capped at 1/replicas of the GPU), replicas =
   `gpu_replicas` (default: slots_per_node / gpus_per_node, rounded up); without a `gpu_utilization` u: 1.
-- The autoscaler: whenever a pool has Pending pods beyond the slots of its nodes still booting, it adds enough
-  nodes to hold them, up to `max_nodes`; each is ready `cold_start_minutes` after the trigger. A node whose
-  pods have gone (timed out) still comes up and idles until scale-down.
+- The autoscaler: whenever a pool has Pending pods (jobs and placeholders) beyond what its nodes still
+  booting hold, it adds nodes for them, up to `max_nodes`. It counts both with the pool's template node
+  (`SimPool.template`): on Scaleway the physical GPUs, so N Pending job pods ask for N nodes (one per GPU),
+  not N / replicas, and a booting node holds one of them. Each node is ready its own boot later (drawn per
+  node, `infra.sim.boots`). A node whose pods have gone (timed out) still comes up and idles until scale-down.
 - Scale-down: a ready node of a pool, not warm, empty since t is removed at max(t + scale_down_unneeded,
   creation + scale_down_delay_after_add) if still empty and no pod of its pool is Pending (the real
   autoscaler's delay-after-add counts from the last scale-up anywhere in the cluster; the model, per node).
 - Stock-outs: in a pool's stock-out window every scale-up fails; the autoscaler adds the nodes at its end.
-- Warm windows: placeholder pods (one per node, a priority below the jobs' and at or above the autoscaler's
-  expendable cutoff) hold `nodes` nodes up: the autoscaler adds the nodes they lack at the window's start,
-  and scale-down passes them over until its end; jobs use them like any node.
+- Warm windows: `nodes` placeholder pods (one per node, a priority below the jobs' and at or above the
+  autoscaler's expendable cutoff), each holding a slot of a ready node: the scheduler binds them after the
+  jobs, a Pending one makes the autoscaler add a node, and a node holding one is not scaled down. A job that
+  finds no free slot preempts a placeholder; its Deployment recreates it, Pending, so the autoscaler adds a
+  node for it (the overprovisioning pattern keeps its headroom, and bills it). At the window's end they go.
 - Billing: per started minute per node, from its creation (the cold start is billed) to its removal. Warm
   nodes (`warm_nodes`, the pool's min_size) are up from minute 0 and billed to the last job's end.
 """
@@ -50,7 +54,7 @@ class Cluster:
         self.pools = {
             p.name: PoolState(
                 p,
-                to_ms("cold", p.cold_start_minutes),
+                p.boots.draws(p.cold_start_seed),
                 to_ms("unneeded", p.scale_down_unneeded_minutes),
                 to_ms("delay", p.scale_down_delay_after_add_minutes),
             )
@@ -95,7 +99,8 @@ class Cluster:
             self._maybe_idle(job.node, now)
 
     def bind(self, now: int) -> bool:
-        """The scheduler binds Pending pods to free slots of ready nodes; True when it bound any."""
+        """The scheduler binds Pending pods to free slots of ready nodes, jobs first (preempting a placeholder
+        when no slot is free), then placeholders; True when it bound a job."""
         bound = False
         for pool in self.pools.values():
             while pool.pending_count:
@@ -104,11 +109,19 @@ class Cluster:
                     pool.pending.popleft()
                     continue
                 node = pool.least_allocated()
+                if node is None and (node := pool.preemptible()) is not None:
+                    node.placeholder = False  # preempted: its Deployment recreates it, Pending
+                    pool.placed -= 1
                 if node is None:
                     break
                 pool.pending.popleft()
                 self._start(job, pool, node, now)
                 bound = True
+            while pool.pending_placeholders > 0 and (node := pool.least_allocated(placeholder=True)) is not None:
+                node.placeholder = True
+                pool.placed += 1
+                node.empty_since = None  # not empty: a scale-down due is void
+                node.version += 1
         return bound
 
     def _start(self, job: JobState, pool: PoolState, node: NodeState, now: int) -> None:
@@ -153,16 +166,20 @@ class Cluster:
         self._maybe_idle(node, now)
 
     def warm(self, pool: PoolState, nodes: int, now: int) -> None:
-        """A warm window starts (`nodes` > 0: placeholder pods for that many nodes) or ends (0): the nodes it
-        released may now be scaled down once empty."""
+        """A warm window starts (`nodes` > 0: that many placeholder pods) or ends (0): the placeholders beyond
+        the count go, newest node first, and the nodes they held may be scaled down once empty."""
         pool.warm_target = nodes
-        if not nodes:
-            for node in list(pool.live):
+        for node in reversed(pool.live):
+            if pool.placed <= nodes:
+                break
+            if node.placeholder:
+                node.placeholder = False
+                pool.placed -= 1
                 self._maybe_idle(node, now)
 
     def scale_down(self, node: NodeState, version: int, now: int) -> None:
         """A node's scale-down is due: removed if still empty and nothing of its pool is Pending."""
-        if node.version != version or node.removed is not None or node.used != 0 or node.pool.held(node):
+        if node.version != version or node.removed is not None or node.used != 0 or node.placeholder:
             return
         if node.pool.pending_count:  # a Pending pod is bound to it at this instant: look again after
             node.empty_since = None
@@ -172,15 +189,18 @@ class Cluster:
             node.pool.live.remove(node)
 
     def autoscale(self, now: int) -> None:
-        """Enough new nodes for the Pending pods that booting nodes will not hold, up to max_nodes; then the
-        nodes a scale-down left for later are looked at again."""
+        """New nodes for the Pending pods that booting nodes will not hold, as the autoscaler's template node
+        counts them (jobs and placeholders, a placeholder alone on a node), up to max_nodes; then the nodes a
+        scale-down left for later are looked at again."""
         for pool in self.pools.values():
             live = pool.live
-            if (not pool.pending_count and pool.warm_target <= len(live)) or pool.in_stockout(now):
+            waiting = pool.pending_placeholders
+            if (not pool.pending_count and waiting <= 0) or pool.in_stockout(now):
                 continue
-            booting = sum(pool.spec.slots_per_node for n in live if not n.ready)
-            uncovered = pool.pending_count - booting
-            wanted = max(math.ceil(uncovered / pool.spec.slots_per_node), pool.warm_target - len(live))
+            template = pool.spec.template
+            booting = sum(1 for n in live if not n.ready)
+            uncovered = pool.pending_count + max(0, waiting) - booting * template
+            wanted = max(math.ceil(uncovered / template), waiting - booting)
             if wanted <= 0:
                 continue
             for _ in range(min(wanted, pool.spec.max_nodes - len(live))):
@@ -193,7 +213,7 @@ class Cluster:
     def _maybe_idle(self, node: NodeState, now: int) -> None:
         if node.warm or not node.ready or node.removed is not None or node.used or node.empty_since is not None:
             return
-        if node.pool.held(node):  # a placeholder keeps it up: looked at again when the warm window ends
+        if node.placeholder:  # a placeholder keeps it up: looked at again when it goes
             return
         node.empty_since = now
         node.version += 1
@@ -206,7 +226,7 @@ class Cluster:
             pool,
             f"{pool.spec.name}-{len(pool.nodes) + 1}",
             now,
-            now if warm else now + pool.cold,
+            now if warm else now + to_ms("boot", pool.draws.next_minutes()),
             warm,
             [[] for _ in range(pool.spec.gpus_per_node)],
         )

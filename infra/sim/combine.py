@@ -2,24 +2,23 @@
 its merge-request waits all of theirs.
 
 The target is a p95 over every merge-request job of the week (nearest rank): it holds when at most
-`Target.allowed_over` jobs wait longer than it, so a combination meets it when the pools' jobs over the target
-add up to at most that, as estimated and with jobs 10 % slower. `cheapest` yields the combinations whose
-waits stay within a bound, cheapest first, by best-first search over the pools (a partial combination's cost
-plus the cheapest run of each pool still to choose is a lower bound on every completion).
+`Target.allowed_over` jobs wait longer than it (a lost one among them: `infra.sim.verdict`), so a combination
+meets it when the pools' jobs over the target add up to at most that, in every one of the variants
+(`infra.sim.pool_runs.VARIANTS`: as estimated, jobs 10 % slower, nodes 5 min late). `cheapest` yields the
+combinations whose waits stay within a bound, cheapest first, by best-first search over the pools (a partial
+combination's cost plus the cheapest run of each pool still to choose is a lower bound on every completion).
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from infra.sim.pool_runs import PoolRun, Week
-
-PERCENTILE = 95
+from infra.sim import verdict
+from infra.sim.pool_runs import VARIANTS, PoolRun, Week
 
 
 @dataclass(frozen=True)
@@ -33,12 +32,12 @@ class Target:
     @property
     def rank(self) -> int:
         """The p95's rank among the waits, smallest first (nearest rank, 1-based)."""
-        return max(1, math.ceil(PERCENTILE * self.jobs / 100))
+        return verdict.rank(self.jobs)
 
     @property
     def allowed_over(self) -> int:
-        """How many merge-request jobs may wait longer than the p95."""
-        return self.jobs - self.rank
+        """How many merge-request jobs may wait longer than the p95 (a lost one among them)."""
+        return verdict.allowed_over(self.jobs)
 
 
 @dataclass(frozen=True)
@@ -58,39 +57,59 @@ class Combination:
     def failed(self) -> int:
         return sum(run.failed for run in self.runs)
 
-    @property
-    def p95(self) -> Fraction:
-        return merged_percentile([run.week for run in self.runs], self.rank)
+    def variant_p95(self, index: int) -> Fraction | None:
+        """The merged p95 of one of `VARIANTS` (None: its rank is a lost job)."""
+        return merged_percentile([run.weeks[index] for run in self.runs], self.rank)
 
     @property
-    def slower_p95(self) -> Fraction:
-        return merged_percentile([run.slower for run in self.runs], self.rank)
+    def p95s(self) -> tuple[Fraction | None, ...]:
+        return tuple(self.variant_p95(index) for index in range(len(VARIANTS)))
+
+    @property
+    def p95(self) -> Fraction | None:
+        return self.variant_p95(0)
+
+    @property
+    def slower_p95(self) -> Fraction | None:
+        return self.variant_p95(1)
 
     @property
     def score(self) -> Fraction:
-        """The p95 the target is judged on: the worse of the week as estimated and 10 % slower."""
-        return max(self.p95, self.slower_p95)
+        """The p95 the target is judged on: the worst of the variants (a lost job at the rank: `LOST`)."""
+        return max(LOST if p95 is None else p95 for p95 in self.p95s)
 
     @property
     def key(self) -> tuple[object, ...]:
         return tuple(run.levers for run in self.runs)
 
     def worse_week(self) -> list[tuple[str, Week]]:
-        """Each pool's week of the run (as estimated, or slower) whose merged p95 is the larger."""
-        slower = self.slower_p95 > self.p95
-        return [(run.pool, run.slower if slower else run.week) for run in self.runs]
+        """Each pool's week of the variant whose merged p95 is the largest."""
+        scores = [LOST if p95 is None else p95 for p95 in self.p95s]
+        worst = scores.index(max(scores))
+        return [(run.pool, run.weeks[worst]) for run in self.runs]
 
 
-def merged_percentile(weeks: Sequence[Week], rank: int) -> Fraction:
-    """The `rank`-th smallest merge-request wait over the pools' weeks."""
+LOST = Fraction(10**9)
+"""A p95 that is a lost job, for ordering: later than any wait (`infra.sim.verdict`)."""
+
+
+def merged_percentile(weeks: Sequence[Week], rank: int) -> Fraction | None:
+    """The `rank`-th smallest merge-request wait over the pools' weeks, a lost job ranked after every wait (None
+    when the rank is one)."""
     merged = heapq.merge(*(week.waits for week in weeks))
     found = next(itertools.islice(merged, rank - 1, None), None)
-    return Fraction(0) if found is None else found[0]
+    if found is None:
+        return None if any(week.lost for week in weeks) else Fraction(0)
+    return found[0]
 
 
-def within(run: PoolRun, bound: Fraction) -> tuple[int, int]:
-    """The run's merge-request jobs over `bound`: as estimated, and slower."""
-    return run.week.over(bound), run.slower.over(bound)
+def within(run: PoolRun, bound: Fraction) -> tuple[int, ...]:
+    """The run's merge-request jobs over `bound`, per variant."""
+    return run.overs(bound)
+
+
+Choice = tuple[Fraction, tuple[int, ...], PoolRun]
+"""A pool's usable run: its EUR/week, its jobs over the bound per variant, the run."""
 
 
 def cheapest(
@@ -101,52 +120,47 @@ def cheapest(
     rank: int,
 ) -> Iterator[Combination]:
     """Combinations of one run per pool that fail no job and keep every merge-request wait but `allowed_over`
-    within `bound` (both weeks), cheapest first (ties: the fewer jobs over)."""
-    choices: list[list[tuple[Fraction, int, int, PoolRun]]] = []
+    within `bound` (in every variant), cheapest first (ties: the fewer jobs over)."""
+    choices: list[list[Choice]] = []
     for runs in pools:
         usable = []
         for run in runs:
             if run.failed:
                 continue
-            over, slower = within(run, bound)
-            if over <= allowed_over and slower <= allowed_over:
-                usable.append((run.eur_per_week, over, slower, run))
+            overs = within(run, bound)
+            if max(overs) <= allowed_over:
+                usable.append((run.eur_per_week, overs, run))
         if not usable:
             return
-        usable.sort(key=lambda item: (item[0], item[1] + item[2], item[3].levers))
+        usable.sort(key=lambda item: (item[0], sum(item[1]), item[2].levers))
         choices.append(_frontier(usable))
     rest = [Fraction(0)] * (len(choices) + 1)
     for index in range(len(choices) - 1, -1, -1):
         rest[index] = rest[index + 1] + choices[index][0][0]
     counter = itertools.count()
-    heap: list[tuple[Fraction, int, int, int, tuple[int, ...]]] = [(rest[0], 0, 0, next(counter), ())]
+    nothing = (0,) * len(VARIANTS)
+    heap: list[tuple[Fraction, int, int, tuple[int, ...], tuple[int, ...]]] = [(rest[0], 0, next(counter), nothing, ())]
     while heap:
-        bound_cost, over, _, _, picked = heapq.heappop(heap)
+        bound_cost, _, _, totals, picked = heapq.heappop(heap)
         depth = len(picked)
         if depth == len(choices):
-            runs = tuple(choices[i][j][3] for i, j in enumerate(picked))
+            runs = tuple(choices[i][j][2] for i, j in enumerate(picked))
             yield Combination(runs, fixed_eur, rank)
             continue
         spent = bound_cost - rest[depth]
-        for index, (eur, run_over, run_slower, _) in enumerate(choices[depth]):
-            total_over = over + run_over
-            total_slower = _slower_sum(choices, picked) + run_slower
-            if total_over > allowed_over or total_slower > allowed_over:
+        for index, (eur, overs, _) in enumerate(choices[depth]):
+            added = tuple(a + b for a, b in zip(totals, overs, strict=True))
+            if max(added) > allowed_over:
                 continue
-            heapq.heappush(
-                heap, (spent + eur + rest[depth + 1], total_over, total_slower, next(counter), (*picked, index))
-            )
+            cost = spent + eur + rest[depth + 1]
+            heapq.heappush(heap, (cost, sum(added), next(counter), added, (*picked, index)))
 
 
-def _slower_sum(choices: Sequence[Sequence[tuple[Fraction, int, int, PoolRun]]], picked: tuple[int, ...]) -> int:
-    return sum(choices[i][j][2] for i, j in enumerate(picked))
-
-
-def _frontier(usable: list[tuple[Fraction, int, int, PoolRun]]) -> list[tuple[Fraction, int, int, PoolRun]]:
-    """The runs no cheaper-or-equal run beats on both counts (sorted by cost): the others never help."""
-    kept: list[tuple[Fraction, int, int, PoolRun]] = []
+def _frontier(usable: list[Choice]) -> list[Choice]:
+    """The runs no cheaper-or-equal run beats on every count (sorted by cost): the others never help."""
+    kept: list[Choice] = []
     for item in usable:
-        if not any(k[1] <= item[1] and k[2] <= item[2] for k in kept):
+        if not any(all(a <= b for a, b in zip(k[1], item[1], strict=True)) for k in kept):
             kept.append(item)
     return kept
 

@@ -74,6 +74,7 @@ class _Simulation:
         attempts = len(self.jobs) * (1 + max((j.retry_max for j in scenario.jobs), default=0))
         budget = 16 + attempts * (12 + 2 * sharers)
         budget += sum(2 * len(p.warm_windows) + len(p.stockouts) for p in scenario.pools)
+        budget += sum(3 * nodes for p in scenario.pools for _, _, nodes in p.warm_windows)  # their nodes' events
         budget += 4 * len(scenario.upgrades) * len(scenario.runners)
         budget += 2 * sum(p.max_nodes for p in scenario.pools)
         self.schedule = Schedule(budget)

@@ -15,6 +15,7 @@ The week of the workload's jobs is `infra.sim.arrivals`.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -51,15 +52,23 @@ class PlannedJob:
     """The pipeline (burst) it belongs to: jobs queued together."""
 
 
-def sim_pools(platform: Platform) -> tuple[SimPool, ...]:
-    """The GPU pools a runner serves, as the scheduler and the autoscaler see them."""
+def sim_pools(platform: Platform, *, week: int = 0) -> tuple[SimPool, ...]:
+    """The GPU pools a runner serves, as the scheduler and the autoscaler see them, their boots drawn for
+    `week` (`boot_seed`)."""
     autoscaler = platform.spec.cluster.autoscaler
     unneeded = Fraction(duration_seconds(autoscaler.scale_down_unneeded_time), 60)
     after_add = Fraction(duration_seconds(autoscaler.scale_down_delay_after_add), 60)
-    return tuple(_sim_pool(pool, unneeded, after_add) for pool in platform.pools.values() if pool.runner)
+    return tuple(_sim_pool(pool, unneeded, after_add, week) for pool in platform.pools.values() if pool.runner)
 
 
-def _sim_pool(pool: Pool, unneeded: Fraction, after_add: Fraction) -> SimPool:
+def boot_seed(pool: str, week: int) -> int:
+    """The seed of a pool's boots in a week: its name and the week's number, so that two specs simulated on the
+    same week boot their k-th node of a pool alike (common random numbers)."""
+    return zlib.crc32(f"boots:{pool}:{week}".encode())
+
+
+def _sim_pool(pool: Pool, unneeded: Fraction, after_add: Fraction, week: int) -> SimPool:
+    spec = pool.spec
     return SimPool(
         name=pool.name,
         slots_per_node=pool.jobs_per_node,
@@ -73,6 +82,10 @@ def _sim_pool(pool: Pool, unneeded: Fraction, after_add: Fraction) -> SimPool:
         mps=pool.sharing.caps_compute,
         gpu_replicas=pool.sharing.replicas_per_gpu,
         warm_windows=tuple((Fraction(start), Fraction(end), nodes) for start, end, nodes in week_spans(pool)),
+        cold_start_p90_minutes=spec.cold_start_p90_minutes,
+        cold_start_max_minutes=spec.cold_start_max_minutes,
+        cold_start_seed=boot_seed(pool.name, week),
+        template_slots=min(pool.jobs_per_node, max(1, pool.node.gpus)),  # Scaleway's template: the physical GPUs
     )
 
 
@@ -127,12 +140,22 @@ def scenario(
     cold_start_minutes: Fraction | None = None,
     upgrades: Iterable[Upgrade] = (),
     stockouts: Mapping[str, tuple[tuple[Minutes, Minutes], ...]] | None = None,
+    week: int = 0,
+    late_boot: Fraction = Fraction(0),
 ) -> Scenario:
     """The platform dispatching `jobs` (ids in the given order), with what-if knobs: jobs `slower` than
-    estimated, another cold start, manager upgrades, stock-outs of pools (by name: [start, end) windows)."""
-    pools = sim_pools(platform)
+    estimated, another cold start (every boot that long), every boot `late_boot` minutes later than drawn,
+    manager upgrades, stock-outs of pools (by name: [start, end) windows); the boots drawn for `week`."""
+    pools = sim_pools(platform, week=week)
     if cold_start_minutes is not None:
-        pools = tuple(replace(pool, cold_start_minutes=cold_start_minutes) for pool in pools)
+        pools = tuple(
+            replace(
+                pool, cold_start_minutes=cold_start_minutes, cold_start_p90_minutes=None, cold_start_max_minutes=None
+            )
+            for pool in pools
+        )
+    if late_boot:
+        pools = tuple(replace(pool, cold_start_late_minutes=late_boot) for pool in pools)
     if stockouts:
         pools = tuple(replace(pool, stockouts=tuple(stockouts.get(pool.name, ()))) for pool in pools)
     single = layout == "single"

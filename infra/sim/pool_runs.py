@@ -6,8 +6,9 @@ exactly as they do in the whole platform's week: the search simulates each pool'
 combines pools afterwards (EUR adds up, the waits merge). `PoolRuns` caches runs by their scenario, so a
 candidate that builds a scenario already run is not run again.
 
-A run also says whether a larger `max_size` could change anything: when neither the node cap nor the shared
-runner's slots were ever reached (`capped` is False), a larger max_size dispatches the same week.
+Each candidate runs under every one of `VARIANTS` (as estimated, jobs 10 % slower, nodes 5 min late): the target
+must survive all three. A run also says whether a larger `max_size` could change anything: when neither the node
+cap nor the shared runner's slots were ever reached (`capped` is False), a larger max_size dispatches the same week.
 """
 
 from __future__ import annotations
@@ -28,6 +29,25 @@ from infra.sim.scenario import Scenario
 MINUTES_PER_WEEK = DAYS * 24 * 60
 SLOWER = Fraction(11, 10)
 """The target must hold with jobs this much slower than estimated too."""
+LATE_BOOT = Fraction(5)
+"""...and with every node booting this many minutes later than its figures draw (a node late is not a miss)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way the week may turn out that the target must survive: jobs `slower`, boots `late_boot` later."""
+
+    name: str
+    slower: Fraction = Fraction(1)
+    late_boot: Fraction = Fraction(0)
+
+
+VARIANTS = (
+    Variant("as estimated"),
+    Variant("jobs 10 % slower", slower=SLOWER),
+    Variant("nodes 5 min late", late_boot=LATE_BOOT),
+)
+"""The weeks every candidate is judged on, in this order (`PoolRun.weeks`)."""
 
 Wait = tuple[Fraction, Fraction, Fraction]
 """A merge-request job's wait: (total, for a slot, for a node)."""
@@ -38,41 +58,61 @@ class Week:
     """One pool's week, one run: its merge-request waits, failures, billing and whether a cap was reached."""
 
     waits: tuple[Wait, ...]
-    """Merge-request jobs' waits over their attempts, sorted by total."""
+    """Merge-request jobs' waits over their attempts, sorted by total (of those that ran)."""
     failed: int
     scaled_node_minutes: int
     capped: bool
     """The node cap or the shared runner's slots were reached at some point."""
     longest_job: Fraction
     """The longest run (as run) of the pool's jobs."""
+    lost: int = 0
+    """Merge-request jobs lost for good: each over any target (`infra.sim.verdict`)."""
     totals: tuple[Fraction, ...] = field(default=(), compare=False)
     """The waits' totals, sorted (for `over`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "totals", tuple(total for total, _, _ in self.waits))
 
+    @property
+    def requests(self) -> int:
+        """The pool's merge-request jobs of the week."""
+        return len(self.waits) + self.lost
+
     def over(self, target: Fraction) -> int:
-        """Merge-request jobs that waited longer than `target`."""
-        return len(self.totals) - bisect_right(self.totals, target)
+        """Merge-request jobs over `target`: those that waited longer, and every lost one."""
+        return self.lost + len(self.totals) - bisect_right(self.totals, target)
 
 
 @dataclass(frozen=True)
 class PoolRun:
-    """A pool's candidate: its EUR/week (as estimated) and both weeks."""
+    """A pool's candidate: its EUR/week (as estimated) and its week under each of `VARIANTS`."""
 
     pool: str
     levers: Levers
     eur_per_week: Fraction
-    week: Week
-    slower: Week
+    weeks: tuple[Week, ...]
+
+    @property
+    def week(self) -> Week:
+        """As estimated."""
+        return self.weeks[0]
+
+    @property
+    def slower(self) -> Week:
+        """Jobs 10 % slower."""
+        return self.weeks[1]
 
     @property
     def failed(self) -> int:
-        return self.week.failed + self.slower.failed
+        return sum(week.failed for week in self.weeks)
 
     @property
     def capped(self) -> bool:
-        return self.week.capped or self.slower.capped
+        return any(week.capped for week in self.weeks)
+
+    def overs(self, target: Fraction) -> tuple[int, ...]:
+        """Merge-request jobs over `target`, per variant."""
+        return tuple(week.over(target) for week in self.weeks)
 
 
 class PoolRuns:
@@ -83,16 +123,21 @@ class PoolRuns:
         self.simulated = 0
         """Scenarios actually dispatched (a cached one is not counted again)."""
 
-    def run(self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob]) -> PoolRun:
-        """`pool` of `platform` (the candidate's, derived) over its `jobs` of the week."""
+    def run(
+        self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob], *, week: int = 0
+    ) -> PoolRun:
+        """`pool` of `platform` (the candidate's, derived) over its `jobs` of week number `week`, each variant."""
         derived = platform.pools[pool]
-        weeks = [self._week(platform, pool, jobs, slower) for slower in (Fraction(1), SLOWER)]
+        weeks = tuple(self.week(platform, pool, jobs, variant, week=week) for variant in VARIANTS)
         always_on = Fraction(derived.min_size * MINUTES_PER_WEEK)
         eur = (Fraction(weeks[0].scaled_node_minutes) + always_on) * derived.eur_per_hour / 60
-        return PoolRun(pool, levers, eur, weeks[0], weeks[1])
+        return PoolRun(pool, levers, eur, weeks)
 
-    def _week(self, platform: Platform, pool: str, jobs: Sequence[PlannedJob], slower: Fraction) -> Week:
-        built = pool_scenario(platform, pool, jobs, slower)
+    def week(
+        self, platform: Platform, pool: str, jobs: Sequence[PlannedJob], variant: Variant, *, week: int = 0
+    ) -> Week:
+        """One variant of the pool's week (dispatched once per scenario)."""
+        built = pool_scenario(platform, pool, jobs, variant, week=week)
         cached = self.cache.get(built)
         if cached is None:
             self.simulated += 1
@@ -100,9 +145,11 @@ class PoolRuns:
         return cached
 
 
-def pool_scenario(platform: Platform, pool: str, jobs: Sequence[PlannedJob], slower: Fraction) -> Scenario:
+def pool_scenario(
+    platform: Platform, pool: str, jobs: Sequence[PlannedJob], variant: Variant = VARIANTS[0], *, week: int = 0
+) -> Scenario:
     """The platform's scenario of `jobs` with only `pool` and its runners."""
-    built = scenario(platform, jobs, slower=slower)
+    built = scenario(platform, jobs, slower=variant.slower, late_boot=variant.late_boot, week=week)
     return replace(
         built,
         pools=tuple(p for p in built.pools if p.name == pool),
@@ -113,10 +160,11 @@ def pool_scenario(platform: Platform, pool: str, jobs: Sequence[PlannedJob], slo
 def week_of(built: Scenario, jobs: Sequence[PlannedJob], result: SimResult) -> Week:
     """What the search keeps of a pool's run."""
     sums = result.waits()
+    requests = [final for job, final in zip(jobs, result.finals, strict=True) if job.job_class == "merge_request"]
     waits = sorted(
         (slot + node, slot, node)
-        for job, final in zip(jobs, result.finals, strict=True)
-        if job.job_class == "merge_request" and final.started is not None
+        for final in requests
+        if final.outcome == "success"
         for slot, node in (sums[final.first_id],)
     )
     (pool,) = built.pools
@@ -130,6 +178,7 @@ def week_of(built: Scenario, jobs: Sequence[PlannedJob], result: SimResult) -> W
         scaled_node_minutes=simulated.scaled_node_minutes,
         capped=simulated.peak_nodes >= pool.max_nodes or held_by_shared >= shared.concurrent,
         longest_job=max(runs, default=Fraction(0)),
+        lost=len(requests) - len(waits),
     )
 
 

@@ -67,6 +67,8 @@ class PoolResult:
     scaled_node_minutes: int
     warm_node_minutes: int
     eur: Fraction
+    boots: tuple[tuple[str, Fraction, Fraction], ...] = field(default=(), compare=False)
+    """Each node the autoscaler added: (name, created, ready), minutes."""
 
     @property
     def node_minutes(self) -> int:

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import Literal
 
 from infra.quantity import exact_decimal
+from infra.sim.boots import Boots
 
 MS_PER_MINUTE = 60_000
 MAX_JOBS = 20_000
@@ -56,7 +57,8 @@ class SimPool:
     warm_nodes: int
     """The pool's min_size: nodes up and ready at minute 0, never removed."""
     cold_start_minutes: Minutes
-    """From the autoscaler's trigger to a node ready to run a pod (instance boot, GPU operator, image pull)."""
+    """From the autoscaler's trigger to a node ready to run a pod (instance boot, GPU operator, image pull): the
+    median boot; every boot without the figures below."""
     eur_per_node_hour: Fraction
     """The node type's price per hour, billed per started minute."""
     scale_down_unneeded_minutes: Minutes
@@ -71,8 +73,21 @@ class SimPool:
     """[start, end) windows in which every scale-up of the pool fails (no stock, a zone incident): the
     autoscaler adds nodes again at `end`."""
     warm_windows: tuple[tuple[Minutes, Minutes, int], ...] = ()
-    """[start, end, nodes): placeholder pods hold that many nodes up (warm capacity): the autoscaler adds the
-    nodes they lack at `start`, and none of them is scaled down before `end`. Sorted, not overlapping."""
+    """[start, end, nodes): that many placeholder pods (warm capacity), one per node, each taking a slot of a
+    ready node: the autoscaler adds a node for each one Pending, a node holding one is not scaled down, and a
+    job that finds no free slot preempts one (which is recreated, Pending). Sorted, not overlapping."""
+    cold_start_p90_minutes: Minutes | None = None
+    """The p90 boot: each node's boot is then drawn (`infra.sim.boots`) from `cold_start_seed`'s stream."""
+    cold_start_max_minutes: Minutes | None = None
+    """The slowest boot seen: the draws' cut."""
+    cold_start_seed: int = 0
+    """The seed of the pool's boot draws (the k-th node created takes the k-th draw)."""
+    cold_start_late_minutes: Minutes = 0
+    """Every boot this much later than drawn (a what-if: nodes late)."""
+    template_slots: int = 0
+    """Job pods the autoscaler's template node of the pool holds when it sizes a scale-up: Scaleway builds it
+    from the pool's capacity as its API reports it, the physical GPUs (`nvidia.com/gpu: 1`), not the sharing
+    replicas the device plugin advertises once the node runs. 0: `slots_per_node`."""
 
     @property
     def full_gpu(self) -> int:
@@ -82,6 +97,21 @@ class SimPool:
     @property
     def replicas(self) -> int:
         return self.gpu_replicas or self.full_gpu
+
+    @property
+    def template(self) -> int:
+        """Pods a node the autoscaler is about to add holds, as it counts them (`template_slots`)."""
+        return self.template_slots or self.slots_per_node
+
+    @property
+    def boots(self) -> Boots:
+        """The pool's boot figures (`infra.sim.boots`)."""
+        return _boots(
+            self.cold_start_minutes,
+            self.cold_start_p90_minutes,
+            self.cold_start_max_minutes,
+            self.cold_start_late_minutes,
+        )
 
 
 @dataclass(frozen=True)
@@ -165,6 +195,16 @@ def to_ms(where: str, value: float | Fraction, *, positive: bool = False) -> int
     return round(minutes * MS_PER_MINUTE)
 
 
+@functools.lru_cache(maxsize=1024, typed=True)
+def _boots(median: Minutes, p90: Minutes | None, most: Minutes | None, late: Minutes) -> Boots:
+    return Boots(
+        _exact_minutes(median),
+        None if p90 is None else _exact_minutes(p90),
+        None if most is None else _exact_minutes(most),
+        _exact_minutes(late),
+    )
+
+
 @functools.lru_cache(maxsize=65536, typed=True)  # typed: 0.1 and Fraction(0.1) are equal keys, not values
 def _exact_minutes(value: float | Fraction) -> Fraction:
     """exact_decimal, remembered: a week's jobs share their few durations and the search re-reads them."""
@@ -221,7 +261,8 @@ def _check_pools(pools: tuple[SimPool, ...]) -> set[str]:
         _count(f"{where}: gpu_replicas", pool.gpu_replicas, 0, MAX_SLOTS_PER_GPU)
         _count(f"{where}: max_nodes", pool.max_nodes, 0, MAX_NODES_PER_POOL)
         _count(f"{where}: warm_nodes", pool.warm_nodes, 0, pool.max_nodes)
-        to_ms(f"{where}: cold_start_minutes", pool.cold_start_minutes)
+        _check_boots(where, pool)
+        _count(f"{where}: template_slots", pool.template_slots, 0, pool.slots_per_node)
         to_ms(f"{where}: scale_down_unneeded_minutes", pool.scale_down_unneeded_minutes)
         to_ms(f"{where}: scale_down_delay_after_add_minutes", pool.scale_down_delay_after_add_minutes)
         if not isinstance(pool.eur_per_node_hour, int | Fraction) or pool.eur_per_node_hour < 0:
@@ -231,6 +272,24 @@ def _check_pools(pools: tuple[SimPool, ...]) -> set[str]:
         for _, _, nodes in pool.warm_windows:
             _count(f"{where}: warm_windows nodes", nodes, 1, pool.max_nodes)
     return pool_names
+
+
+def _check_boots(where: str, pool: SimPool) -> None:
+    """The boot figures in order (median <= p90 <= max), each a time; the seed an integer."""
+    median = to_ms(f"{where}: cold_start_minutes", pool.cold_start_minutes)
+    floor, floor_name = median, "cold_start_minutes"
+    for name, value in (
+        ("cold_start_p90_minutes", pool.cold_start_p90_minutes),
+        ("cold_start_max_minutes", pool.cold_start_max_minutes),
+    ):
+        if value is None:
+            continue
+        if to_ms(f"{where}: {name}", value, positive=True) < floor:
+            raise ValueError(f"{where}: {name} must be >= {floor_name}, got {value!r}")
+        floor, floor_name = to_ms(name, value), name
+    to_ms(f"{where}: cold_start_late_minutes", pool.cold_start_late_minutes)
+    if isinstance(pool.cold_start_seed, bool) or not isinstance(pool.cold_start_seed, int):
+        raise ValueError(f"{where}: cold_start_seed must be an integer, got {pool.cold_start_seed!r}")
 
 
 def _check_windows(where: str, windows: list[tuple[Minutes, Minutes]], *, ordered: bool = False) -> None:

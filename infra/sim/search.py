@@ -34,6 +34,7 @@ from infra.model.pools import Pool
 from infra.model.warm import week_spans
 from infra.sim.arrivals import week_jobs
 from infra.sim.combine import Combination, Target, cheapest, first_valid
+from infra.sim.confirm import Confirmation, WeeksCheck
 from infra.sim.floors import WaitBounds, cost_floor, node_throughput, quiet_minutes, wait_bounds
 from infra.sim.levers import (
     Change,
@@ -48,9 +49,10 @@ from infra.sim.levers import (
     warm_value,
 )
 from infra.sim.platform_scenario import PlannedJob, sim_pools
-from infra.sim.pool_runs import SLOWER, PoolRun, PoolRuns
+from infra.sim.pool_runs import VARIANTS, PoolRun, PoolRuns
+from infra.sim.verdict import exact_target
 
-MAX_RUNS = 200
+MAX_RUNS = 300
 """Pool candidates simulated at most by one search (each twice: as estimated and 10 % slower)."""
 CANNOT_MEET = "cannot meet the target (slots or cold start)"
 Progress = Callable[[int, int], None]
@@ -68,9 +70,8 @@ class Candidate:
     pool: str
     levers: Levers
     floor: Fraction
-    over: int
-    slower_over: int
-    """Merge-request jobs certainly past the target (a lower bound), as estimated and slower."""
+    overs: tuple[int, ...]
+    """Merge-request jobs certainly past the target (a lower bound), per variant (`VARIANTS`)."""
 
 
 @dataclass
@@ -92,6 +93,13 @@ class SearchReport:
     """Every pool's simulated candidates."""
     cut: bool = False
     max_runs: int = MAX_RUNS
+    confirmations: dict[tuple[object, ...], Confirmation] = field(default_factory=dict)
+    """Every combination confirmed over the weeks, by its key."""
+    weeks: int = 1
+    confidence: Fraction = Fraction(9, 10)
+    unconfirmed: Combination | None = None
+    """Without a recommendation: the cheapest combination that met the target in the first week, though not in
+    enough of the weeks."""
 
     def changes(self, combination: Combination) -> list[Change]:
         return [
@@ -105,8 +113,18 @@ def pack_refusals(platform: Platform) -> list[Problem]:
     return [warning for warning in platform.warnings if "policy pack" in warning.reason]
 
 
-def search(platform: Platform, raw: Any, *, max_runs: int = MAX_RUNS, progress: Progress | None = None) -> SearchReport:
-    """Search the levers of `platform` (derived from the config object `raw`); see the module docstring."""
+def search(
+    platform: Platform,
+    raw: Any,
+    *,
+    max_runs: int = MAX_RUNS,
+    progress: Progress | None = None,
+    confidence: Fraction | None = None,
+    weeks: int | None = None,
+) -> SearchReport:
+    """Search the levers of `platform` (derived from the config object `raw`) for the cheapest spec that meets the
+    target in at least `confidence` (default `slo.confidence`) of `weeks` (default `slo.weeks`); see the module
+    docstring."""
     target_minutes = platform.spec.slo.merge_request_wait_minutes
     if target_minutes is None:
         raise SearchError("platform.slo.merge_request_wait_minutes is not set: there is no target to meet")
@@ -119,6 +137,8 @@ def search(platform: Platform, raw: Any, *, max_runs: int = MAX_RUNS, progress: 
         raise SearchError("platform.workload has no merge-request job in the week: there is nothing to meet")
     target = Target(Fraction(target_minutes).limit_denominator(1000), requests)
     state = _Search(platform, raw, jobs=jobs, pools=pools, target=target, max_runs=max_runs, progress=progress)
+    state.weeks_check.weeks = platform.spec.slo.weeks if weeks is None else weeks
+    state.weeks_check.confidence = exact_target(platform.spec.slo.confidence) if confidence is None else confidence
     return state.run()
 
 
@@ -159,20 +179,22 @@ class _Search:
         simulated = sim_pools(platform)
         scale_down = max(max(p.scale_down_unneeded_minutes, p.scale_down_delay_after_add_minutes) for p in simulated)
         self.quiet = quiet_minutes(Fraction(spec.runner.job_timeout_seconds, 60), Fraction(scale_down))
-        self.bounds: dict[str, tuple[WaitBounds, WaitBounds]] = {
-            pool: tuple(  # type: ignore[misc]
+        boots = {p.name: p.boots for p in simulated}  # a cold arrival waits at least the fastest boot drawn
+        self.bounds: dict[str, tuple[WaitBounds, ...]] = {
+            pool: tuple(
                 wait_bounds(
                     self.spaces[pool].jobs,
                     target.minutes,
-                    Fraction(spec.pools[pool].cold_start_minutes),
-                    slower,
+                    boots[pool].fastest + variant.late_boot,
+                    variant.slower,
                     self.quiet,
                 )
-                for slower in (Fraction(1), SLOWER)
+                for variant in VARIANTS
             )
             for pool in pools
         }
         self.valid_cache: dict[tuple[object, ...], bool] = {}
+        self.weeks_check = WeeksCheck(platform, self.runner, target, tuple(pools))
 
     def _nodes(self, pool: str) -> dict[int | None, Pool]:
         """The pool derived with each replica count the spec accepts (its fit checks), today's first."""
@@ -196,7 +218,7 @@ class _Search:
         for pool in self.pools:
             space = self.spaces[pool]
             work = sum((job.minutes for job in space.jobs), Fraction(0))
-            nominal, slower = self.bounds[pool]
+            bounds = self.bounds[pool]
             for levers in space.candidates():
                 node = self.nodes[pool][levers.replicas]
                 spans = self._spans(node, levers.warm)
@@ -209,9 +231,8 @@ class _Search:
                     minutes_per_week=MINUTES_PER_WEEK,
                 )
                 slots = node.jobs_per_node * levers.max_size
-                over = nominal.over(slots, spans, node.min_size, self.quiet)
-                slower_over = slower.over(slots, spans, node.min_size, self.quiet)
-                found.append(Candidate(pool, levers, floor, over, slower_over))
+                overs = tuple(bound.over(slots, spans, node.min_size, self.quiet) for bound in bounds)
+                found.append(Candidate(pool, levers, floor, overs))
         return found
 
     def _spans(self, node: Pool, warm: tuple[Window, ...]) -> tuple[tuple[int, int, int], ...]:
@@ -260,7 +281,7 @@ class _Search:
             if c.levers != today[c.pool]
         ]
         heapq.heapify(queue)
-        best = self._best(self.target.minutes)
+        best = self._best(self.target.minutes, confirm=True)
         cut = False
         hopeless: list[Candidate] = []
         while queue:
@@ -286,10 +307,8 @@ class _Search:
             run = self._simulate(candidate, platform)
             if self.progress is not None:
                 self.progress(len(self._simulated()), len(queue))
-            if not run.failed and max(run.week.over(self.target.minutes), run.slower.over(self.target.minutes)) <= (
-                self.target.allowed_over
-            ):
-                best = self._best(self.target.minutes)
+            if not run.failed and max(run.overs(self.target.minutes)) <= self.target.allowed_over:
+                best = self._best(self.target.minutes, confirm=True)
         if best is None and not cut:
             cut = self._closer(hopeless)
         return self._report(today, best, len(candidates), cut)
@@ -297,7 +316,7 @@ class _Search:
     def _closer(self, hopeless: list[Candidate]) -> bool:
         """Without a candidate that meets the target, the ones that cannot meet it are simulated too (fewest jobs
         certainly over it first, within the budget), to find the closest; True when the budget cut it."""
-        hopeless.sort(key=lambda c: (c.over + c.slower_over, c.floor, c.levers))
+        hopeless.sort(key=lambda c: (sum(c.overs), c.floor, c.levers))
         for index, candidate in enumerate(hopeless):
             if len(self._simulated()) >= self.max_runs:
                 self._skip("past the budget")
@@ -321,6 +340,7 @@ class _Search:
         space = self.spaces[candidate.pool]
         run = self.runner.run(platform, candidate.pool, candidate.levers, space.jobs)
         self.runs[candidate.pool].append(run)
+        self.weeks_check.platforms[(candidate.pool, candidate.levers)] = platform
         return run
 
     def _simulated(self) -> list[PoolRun]:
@@ -330,7 +350,7 @@ class _Search:
         """Why the candidate need not be simulated, or None (see the module docstring); without `bounds`, only a
         run it would repeat."""
         allowed = self.target.allowed_over
-        if bounds and (candidate.over > allowed or candidate.slower_over > allowed):
+        if bounds and max(candidate.overs) > allowed:
             return CANNOT_MEET
         levers = candidate.levers
         for run in self.runs[candidate.pool]:
@@ -346,18 +366,20 @@ class _Search:
                 bounds
                 and not run.failed
                 and run.eur_per_week <= candidate.floor
-                and run.week.over(self.target.minutes) <= candidate.over
-                and run.slower.over(self.target.minutes) <= candidate.slower_over
+                and all(a <= b for a, b in zip(run.overs(self.target.minutes), candidate.overs, strict=True))
             ):
                 return "beaten by a candidate of its pool"
         return None
 
-    def _best(self, bound: Fraction) -> Combination | None:
-        """The cheapest valid combination of the runs so far whose waits stay within `bound`."""
+    def _best(self, bound: Fraction, *, confirm: bool = False) -> Combination | None:
+        """The cheapest valid combination of the runs so far whose waits stay within `bound` on the first week;
+        with `confirm`, also within the target in enough of the weeks (`infra.sim.confirm`)."""
         combos = cheapest(
             [self.runs[pool] for pool in self.pools], bound, self.target.allowed_over, self.fixed, self.target.rank
         )
-        return first_valid(combos, self._valid)
+        if not confirm:
+            return first_valid(combos, self._valid)
+        return first_valid(combos, lambda c: self._valid(c) and self.weeks_check.confirm(c).ok)
 
     def _valid(self, combination: Combination) -> bool:
         """Whether the spec (every pool's changes at once: quota, manager pool, ...) and the pack accept it."""
@@ -375,9 +397,13 @@ class _Search:
     # the report
 
     def _report(self, today: dict[str, Levers], best: Combination | None, candidates: int, cut: bool) -> SearchReport:
-        best = self._best(self.target.minutes)
+        best = self._best(self.target.minutes, confirm=True)
         today_runs = tuple(next(r for r in self.runs[pool] if r.levers == today[pool]) for pool in self.pools)
         today_combination = Combination(today_runs, self.fixed, self.target.rank)
+        self.weeks_check.confirm(today_combination, full=True)  # today's figures are shown whole
+        unconfirmed = None if best is not None else self._best(self.target.minutes)
+        if unconfirmed is not None:
+            self.weeks_check.confirm(unconfirmed)
         closest = None if best is not None else self._closest()
         return SearchReport(
             target=self.target,
@@ -393,18 +419,16 @@ class _Search:
             runs={pool: list(runs) for pool, runs in self.runs.items()},
             cut=cut,
             max_runs=self.max_runs,
+            confirmations=dict(self.weeks_check.confirmations),
+            weeks=self.weeks_check.weeks,
+            confidence=self.weeks_check.confidence,
+            unconfirmed=unconfirmed,
         )
 
     def _closest(self) -> Combination | None:
-        """The combination with the lowest p95 (both weeks), the cheapest of those."""
+        """The combination with the lowest p95 (every variant), the cheapest of those."""
         levels = sorted(
-            {
-                wait[0]
-                for run in self._simulated()
-                if not run.failed
-                for week in (run.week, run.slower)
-                for wait in week.waits
-            }
+            {wait[0] for run in self._simulated() if not run.failed for week in run.weeks for wait in week.waits}
         )
         low, high, found = 0, len(levels) - 1, None
         while low <= high:

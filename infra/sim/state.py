@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from infra.sim.boots import BootDraws
 from infra.sim.results import PoolResult
 from infra.sim.runners import ManagerState
 from infra.sim.scenario import MS_PER_MINUTE, SimJob, SimPool
@@ -60,12 +61,20 @@ class NodeState:
     version: int = 0
     used: int = 0
     """Jobs running on it."""
+    placeholder: bool = False
+    """A warm window's placeholder pod holds one of its slots (one per node: anti-affinity)."""
+
+    @property
+    def taken(self) -> int:
+        """Slots used as the scheduler counts them: its jobs and its placeholder."""
+        return self.used + self.placeholder
 
 
 @dataclass(eq=False)
 class PoolState:
     spec: SimPool
-    cold: int
+    draws: BootDraws
+    """The boot of each node it adds, in order (`infra.sim.boots`)."""
     unneeded: int
     delay_after_add: int
     nodes: list[NodeState] = field(default_factory=list)
@@ -79,23 +88,30 @@ class PoolState:
     stockouts: list[tuple[int, int]] = field(default_factory=list)
     """[start, end) in ms: scale-ups fail."""
     warm_target: int = 0
-    """Nodes the warm window now in force holds up (its placeholder pods: one per node)."""
+    """Placeholder pods of the warm window now in force (its Deployment's replicas: one per node)."""
+    placed: int = 0
+    """Placeholders bound to a node (the others are Pending)."""
+
+    @property
+    def pending_placeholders(self) -> int:
+        return self.warm_target - self.placed
 
     def in_stockout(self, now: int) -> bool:
         return any(start <= now < end for start, end in self.stockouts)
 
-    def held(self, node: NodeState) -> bool:
-        """Whether a placeholder pod keeps `node` up: the oldest `warm_target` live nodes hold one each."""
-        return self.warm_target > 0 and node in self.live[: self.warm_target]
-
-    def least_allocated(self) -> NodeState | None:
-        """The ready node with the most free slots, the oldest on a tie (None: no free slot)."""
-        best, best_used = None, self.spec.slots_per_node
+    def least_allocated(self, *, placeholder: bool = False) -> NodeState | None:
+        """The ready node with the most free slots (its jobs and placeholder count), the oldest on a tie (None:
+        no free slot); for a placeholder, only nodes without one (anti-affinity)."""
+        best, best_taken = None, self.spec.slots_per_node
         for node in self.live:
-            used = node.used
-            if node.ready and used < best_used:
-                best, best_used = node, used
+            taken = node.taken
+            if node.ready and taken < best_taken and not (placeholder and node.placeholder):
+                best, best_taken = node, taken
         return best
+
+    def preemptible(self) -> NodeState | None:
+        """The oldest ready node whose last free slot a placeholder holds: a job preempts it there."""
+        return next((n for n in self.live if n.ready and n.placeholder and n.used < self.spec.slots_per_node), None)
 
     def result(self, last_end: int) -> PoolResult:
         """What the pool's nodes billed; warm nodes to the last job's end."""
@@ -106,6 +122,11 @@ class PoolState:
             else:
                 assert node.removed is not None
                 scaled += _started_minutes(node.removed - node.created)
+        boots = tuple(
+            (n.name, Fraction(n.created, MS_PER_MINUTE), Fraction(n.ready_at, MS_PER_MINUTE))
+            for n in self.nodes
+            if not n.warm
+        )
         return PoolResult(
             name=self.spec.name,
             nodes_created=sum(1 for n in self.nodes if not n.warm),
@@ -115,6 +136,7 @@ class PoolState:
             scaled_node_minutes=scaled,
             warm_node_minutes=warm,
             eur=Fraction(scaled + warm) * Fraction(self.spec.eur_per_node_hour) / 60,
+            boots=boots,
         )
 
 

@@ -43,6 +43,8 @@ class Knobs:
     upgrade_at: Fraction | None = None
     stockouts: Mapping[str, tuple[tuple[Fraction, Fraction], ...]] = field(default_factory=dict)
     """Per pool, [start, end) minutes in which its scale-ups fail."""
+    late_boot: Fraction = Fraction(0)
+    """Every boot this much later than drawn."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ def scenario_row(name: str, platform: Platform, jobs: list[PlannedJob], knobs: K
             cold_start_minutes=knobs.cold_start,
             upgrades=upgrades,
             stockouts=knobs.stockouts,
+            late_boot=knobs.late_boot,
         )
 
     bound = bound_makespan(built(jobs))  # per pool, from its jobs however ordered, without upgrades

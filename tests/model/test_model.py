@@ -219,3 +219,25 @@ def test_the_gpu_nodes_the_spec_asks_for_at_once_are_what_the_quota_must_allow(d
     dev_platform["pools"]["ci-compile"]["max_size"] = 2
     platform = load_platform(dev_platform)
     assert (platform.gpu_nodes_at_once, platform.gpus_at_once) == ({"L4-1-24G": 2, "L40S-1-48G": 4}, 6)
+
+
+@pytest.mark.parametrize(
+    ("figures", "worst", "poll", "outage"),
+    [
+        ({}, 15, 49, 122),  # the median alone: today's derivation (3 x 49 >= 120 + 15 + 10)
+        ({"cold_start_p90_minutes": 22}, 22, 51, 121),  # 3 x 51 >= 120 + 22 + 10
+        ({"cold_start_p90_minutes": 22, "cold_start_max_minutes": 40}, 40, 57, 121),  # 3 x 57 >= 120 + 40 + 10
+        ({"cold_start_max_minutes": 40}, 40, 57, 121),
+    ],
+    ids=["median", "p90", "max", "max-alone"],
+)
+def test_poll_timeout_and_the_outage_it_survives_come_from_the_worst_boot(
+    dev_platform: dict[str, Any], figures: dict[str, int], worst: int, poll: int, outage: int
+) -> None:
+    """A node as slow as the slowest boot measured still finds its job waiting: not the median."""
+    dev_platform["pools"]["ci-training"].update(figures)
+    platform = load_platform(dev_platform)
+    runner = platform.runners["ci-training"]
+    assert platform.pools["ci-training"].worst_cold_start_minutes == worst
+    assert (runner.poll_timeout_seconds, runner.survives_outage_minutes) == (60 * poll, outage)
+    assert platform.runners["ci-compile"].poll_timeout_seconds == 49 * 60  # the other pool keeps its median's

@@ -106,6 +106,13 @@ def test_warm_windows_and_cold_starts_are_marked() -> None:
     tasks = _check_grammar(chart)
     labels = [t["label"] for t in tasks]
     assert any(text.startswith("warm 1 node(s)") for text in labels)
+    quiet = load_stack_config("dev").get("platform")  # warm, no job of that burst waited for a node: a quiet week
+    quiet["workload"]["profiles"]["rl"]["kinds"].pop("hyperopt")
+    quiet["workload"]["profiles"]["supervised"]["kinds"].pop("hyperopt")
+    quiet["workload"]["profiles"]["supervised"]["kinds"]["train-validate"]["jobs_per_day"] = 8
+    cold = simulate_week(load_platform(quiet))
+    assert cold is not None and cold.burst is not None and cold.burst.cold_starts
+    labels = [t["label"] for t in _check_grammar(gantt(cold.burst, "head"))]
     assert any(text.startswith("boot ci-training-") for text in labels), labels
 
 

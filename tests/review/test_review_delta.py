@@ -284,3 +284,45 @@ def test_the_verdict_is_the_plan_s_own_when_it_gives_one() -> None:
     assert render_delta(_plan(met), _plan(lost))[5].endswith("(unchanged; target 15 min: missed)**")
     assert render_delta(_plan(met), _plan(every_one_lost))[5].endswith("target 15 min: missed)**")
     assert render_delta(_plan(lost), _plan(met))[5].endswith("(unchanged; target 15 min: met)")
+
+
+def _weeks(met: int, p95: float, *, weeks: int = 20) -> dict[str, Any]:
+    return {
+        "weeks": weeks,
+        "met_weeks": met,
+        "required_weeks": 18,
+        "met": met >= 18,
+        "merge_request_wait_p95_minutes": p95,
+    }
+
+
+def test_the_weeks_verdict_with_the_first_weeks_p95() -> None:
+    """A plan with its weeks (`plan --json`'s `weeks`): the verdict is theirs, and a line says in how many of
+    them the target is met, base -> head, with the p95 over all their merge-request jobs (bold when missed)."""
+    target = {"slo": {"merge_request_wait_minutes": 15, "met": True}}
+    base = {**COST, "merge_request_wait_p95_minutes": 15.0, **target}
+    head = {**COST, "eur_per_day": 42.75, "merge_request_wait_p95_minutes": 7.7, **target}
+    lines = render_delta({**_plan(base), "weeks": _weeks(0, 20.0)}, {**_plan(head), "weeks": _weeks(20, 0.0)})
+    assert lines[5] == "- merge-request wait p95 15 min -> 7.7 min (-7.3 min; target 15 min: met in 20 of 20 weeks)"
+    assert lines[6] == (
+        "- weeks the target is met in, of 20 0 -> 20 (+20; p95 over all their merge-request jobs 20 min -> 0 min)"
+    )
+    missed = render_delta({**_plan(head), "weeks": _weeks(20, 0.0)}, {**_plan(base), "weeks": _weeks(3, 15.4)})
+    assert missed[5].startswith("- **merge-request wait p95") and missed[5].endswith("missed in 3 of 20 weeks)**")
+    assert missed[6].startswith("- **weeks the target is met in, of 20 20 -> 3 (-17;")
+    older = render_delta(_plan(base), {**_plan(head), "weeks": _weeks(19, 0.0)})  # a base from before the weeks
+    assert older[6].startswith("- weeks the target is met in, of 20 n/a -> 19 (change unknown;")
+    other_count = render_delta(
+        {**_plan(base), "weeks": _weeks(5, 1.0, weeks=10)}, {**_plan(head), "weeks": _weeks(19, 0.0)}
+    )
+    assert "n/a -> 19" in other_count[6]  # weeks of another count are not compared
+
+
+def test_a_plan_with_weeks_of_the_wrong_type_is_refused_at_the_field(tmp_path: Path) -> None:
+    from infra.review.schema import PlanDocumentError, check_plan
+
+    check_plan({**_plan(COST), "weeks": _weeks(19, 3.5)}, "plan.json")
+    with pytest.raises(PlanDocumentError, match=r"weeks\.met_weeks"):
+        check_plan({**_plan(COST), "weeks": {**_weeks(19, 3.5), "met_weeks": "19"}}, "plan.json")
+    with pytest.raises(PlanDocumentError, match=r"weeks\.merge_request_wait_p95_minutes"):
+        check_plan({**_plan(COST), "weeks": {**_weeks(19, 3.5), "merge_request_wait_p95_minutes": -1}}, "plan.json")

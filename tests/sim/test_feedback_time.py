@@ -96,19 +96,26 @@ def test_the_week_reports_each_class_and_the_target(dev_platform: dict[str, Any]
 
 
 def test_plan_warns_of_the_missed_target_at_its_key(dev_plan_json: tuple[int, dict[str, Any]]) -> None:
-    """A miss is a warning, not a refusal: `plan` exits 0 and lists it with the spec's warnings."""
+    """A miss over the weeks is a warning, not a refusal: `plan` exits 0 and lists it with the spec's warnings."""
     code, plan = dev_plan_json
-    missed = [w for w in plan["warnings"] if w.startswith("platform.slo.merge_request_wait_minutes=15: missed")]
-    assert code == 0 and len(missed) == 1 and "164.6 min (p95" in missed[0]
+    missed = [w for w in plan["warnings"] if w.startswith("platform.slo.merge_request_wait_minutes=15: met in 0 of 20")]
+    assert code == 0 and len(missed) == 1 and "below slo.confidence=0.9 (18 weeks)" in missed[0]
+    weeks = plan["weeks"]
+    assert (weeks["weeks"], weeks["met_weeks"], weeks["required_weeks"], weeks["met"]) == (20, 0, 18, False)
+    assert weeks["classes"]["merge_request"]["jobs"] == 20 * 150  # every week draws the same kinds anew
+    assert "MISSED: in 0 of 20 weeks" in plan["report"]
 
 
 def test_the_levers_meet_the_target_and_cost_what_the_docs_say(dev_platform: dict[str, Any]) -> None:
+    """The former recommendation meets the target on the first week with nodes on time, and costs what the
+    autoscaler really boots: 139.42, not the 116.96 of a template node that held the 5 replicas (a pipeline's 8
+    Pending L40S pods ask for 3 nodes, one per GPU, where 2 would do)."""
     before = simulate_week(load_platform(copy.deepcopy(dev_platform)))
     after = simulate_week(load_platform(levers(dev_platform)))
     assert before is not None and after is not None
     assert after.merge_request_p95 is not None and after.merge_request_p95 <= 15 and after.target_met
     assert after.failed_jobs == 0
-    assert (round(float(before.eur_per_week), 2), round(float(after.eur_per_week), 2)) == (101.01, 116.96)
+    assert (round(float(before.eur_per_week), 2), round(float(after.eur_per_week), 2)) == (101.01, 139.42)
 
 
 def test_warm_capacity_is_the_margin_against_a_late_node(dev_platform: dict[str, Any]) -> None:
@@ -123,7 +130,7 @@ def test_warm_capacity_is_the_margin_against_a_late_node(dev_platform: dict[str,
     assert rows[0].merge_request_p95 == 20  # missed: the jobs over the median wait for the late node
     assert rows[1].merge_request_p95 is not None and rows[1].merge_request_p95 < 10  # met, even the stricter target
     warm = simulate_week(load_platform(warm_levers(dev_platform)))
-    assert warm is not None and round(float(warm.eur_per_week), 2) == 316.37
+    assert warm is not None and round(float(warm.eur_per_week), 2) == 322.64  # preempted placeholders get nodes
 
 
 def test_no_job_fails_in_the_week_with_jobs_10_percent_slower_in_20_orders_of_each_burst(
@@ -284,7 +291,8 @@ def test_the_warm_capacity_component_keeps_to_its_namespace_and_its_verbs(
     assert classes["gpu-ci-placeholder"]["value"] == 0 and classes["gpu-ci-placeholder"]["preemptionPolicy"] == "Never"
     assert classes["gpu-ci-job"]["value"] == 1000
     deployment = run.one(T.DEPLOYMENT, "warm-placeholders-ci-training")
-    assert deployment.options["ignore_changes"] == ["spec.replicas"] and deployment.inputs["spec"]["replicas"] == 0
+    assert deployment.options["ignore_changes"] == ["spec.replicas"]
+    assert deployment.inputs["spec"]["replicas"] in (0, 1)  # the window open at the run's clock (tests/model)
     pod = deployment.inputs["spec"]["template"]["spec"]
     assert pod["priorityClassName"] == "gpu-ci-placeholder"
     assert pod["nodeSelector"] == {"k8s.scaleway.com/pool-name": "ci-training"}

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from support.paths import ROOT
+from test_feedback_time import levers, warm_levers
 
 import infra.cli.recommend as recommend_cli
 from infra.__main__ import main
@@ -26,8 +27,10 @@ from infra.model.platform import load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.sim.combine import Combination
 from infra.sim.levers import apply
+from infra.sim.pool_runs import VARIANTS
 from infra.sim.search import SearchError, SearchReport, search
 from infra.sim.week import simulate_week
+from infra.sim.weeks import simulate_weeks
 
 
 def _dev() -> dict[str, Any]:
@@ -67,14 +70,18 @@ def _never_dominated(report: SearchReport) -> None:
 
 def test_one_pool_two_jobs_the_optimum_by_hand() -> None:
     """Two 30-min jobs queued at once on an empty pool with a 15-min cold start: one node makes the second wait
-    15 + 30 = 45 min (p95 of two jobs is the larger); two nodes make both wait the cold start, 15 = the target.
-    A warm window over 10 hours costs far more than the two nodes' 2 x (15 + 30 + 5) billed minutes."""
-    report = _search(_one_pool())
-    assert float(report.today.p95) == 45.0 and float(report.today.slower_p95) == 48.0  # jobs 10 % slower: 33 min
+    15 + 30 = 45 min (p95 of two jobs is the larger); two nodes make both wait the cold start, 15 (20 with the
+    nodes 5 min late: the target). A warm window over 10 hours costs far more than the two nodes' 2 x (15 + 30 +
+    5) billed minutes. Every week draws the pipeline at another minute of the window: the same waits."""
+    report = _search(_one_pool(target=20))
+    assert report.today.p95s == (45, 48, 50)  # jobs 10 % slower: 33 min; nodes late: 20 + 30
     chosen = report.recommended
     assert chosen is not None
     assert report.changes(chosen) == [(("pools", "ci-compile", "max_size"), 2)]
-    assert (chosen.p95, chosen.slower_p95, chosen.failed) == (15, 15, 0)
+    assert (chosen.p95s, chosen.failed) == ((15, 15, 20), 0)
+    confirmed = report.confirmations[chosen.key]
+    assert (confirmed.met, confirmed.required, confirmed.margin(Fraction(20))) == ((20, 20, 20), 18, 0)
+    assert report.confirmations[report.today.key].met == (0, 0, 0)
     price = load_platform(_one_pool()).pools["ci-compile"].eur_per_hour
     system = load_platform(_one_pool()).pools["system"]
     always_on = system.eur_per_hour * system.min_size * 7 * 24
@@ -90,12 +97,12 @@ def test_a_target_no_candidate_meets_names_the_closest_and_what_binds_it(
     raw = _one_pool(jobs_per_day=20, window=("10:00", "10:01"))
     report = _search(raw)
     assert report.recommended is None and report.closest is not None
-    assert report.closest.p95 > 15
+    assert report.closest.p95 is not None and report.closest.p95 > 15
     path = _stack_dir(raw, tmp_path)
     code = main(["recommend", "--config", str(path)])
     out = capsys.readouterr().out
     assert code == 1
-    assert "No candidate meets the target. The closest" in out
+    assert "No candidate meets the target on the first week. The closest" in out
     assert "slots:" in out and "wait mostly for a runner slot" in out
     assert "Pareto front" in out
 
@@ -116,7 +123,7 @@ def _indented(text: str, spaces: int) -> str:
 def test_write_changes_only_the_keys_lines_and_keeps_comments(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    raw = _one_pool()
+    raw = _one_pool(target=20)
     path = _stack_dir(raw, tmp_path)
     text = path.read_text(encoding="utf-8")
     text = text.replace(
@@ -199,15 +206,49 @@ def dev_report() -> SearchReport:
 
 
 def test_the_dev_stack_recommendation_meets_the_target_and_is_never_dominated(dev_report: SearchReport) -> None:
-    """At least as good as the levers the docs set by hand (p95 15.0 for EUR 187.49 a week)."""
+    """Confirmed on every week and variant, never beaten on the first week, and no dearer than the warm levers the
+    docs set by hand (as many warm nodes as a merge request's pipeline fills)."""
     chosen = dev_report.recommended
     assert chosen is not None and not dev_report.cut
     assert chosen.score <= 15 and chosen.failed == 0
-    assert chosen.eur_per_week <= Fraction("187.4928")
-    assert float(dev_report.today.p95) == pytest.approx(164.6, abs=0.05)
+    confirmed = dev_report.confirmations[chosen.key]
+    assert confirmed.ok and confirmed.weeks == 20 and min(confirmed.met) >= 18 == confirmed.required
+    hand = simulate_week(load_platform(warm_levers(_dev())))
+    assert hand is not None and chosen.eur_per_week <= hand.eur_per_week
+    assert float(dev_report.today.p95 or 0) == pytest.approx(164.6, abs=0.05)
+    assert dev_report.confirmations[dev_report.today.key].met == (0, 0, 0)
     _never_dominated(dev_report)
     week = simulate_week(load_platform(apply(_dev(), dev_report.changes(chosen))))
     assert week is not None and week.eur_per_week == chosen.eur_per_week and week.merge_request_p95 == chosen.p95
+
+
+def test_the_dev_recommendation_holds_with_every_node_5_min_late(dev_report: SearchReport) -> None:
+    """Done-when of the weeks: the recommended spec, its whole platform simulated over the 20 weeks with every boot
+    5 min longer than its median, meets the target in the share of weeks `recommend` promised (the very count the
+    search confirmed pool by pool); the former recommendation, which met it only when every node booted on time
+    (p95 = the 15-min cold start), meets it in none of them, and the search no longer proposes it."""
+    chosen = dev_report.recommended
+    assert chosen is not None
+    promised = dev_report.confirmations[chosen.key]
+    platform = load_platform(apply(_dev(), dev_report.changes(chosen)))
+    late = simulate_weeks(platform, late_boot=Fraction(5))
+    assert late is not None and late.met_weeks is not None
+    assert late.met_weeks >= promised.required and Fraction(late.met_weeks, late.weeks) >= dev_report.confidence
+    assert late.met_weeks == promised.met[VARIANTS.index(next(v for v in VARIANTS if v.late_boot))]
+    assert not any(late.failed_by_week)
+    former = load_platform(levers(_dev()))
+    on_time, five_late = simulate_weeks(former), simulate_weeks(former, late_boot=Fraction(5))
+    assert on_time is not None and five_late is not None
+    assert on_time.met_weeks is not None and on_time.met_weeks >= 18 and five_late.met_weeks == 0
+    assert dev_report.changes(chosen) != _former_changes()
+
+
+def _former_changes() -> list[tuple[tuple[str, ...], object]]:
+    return [
+        (("pools", "ci-compile", "max_size"), 3),
+        (("pools", "ci-training", "max_size"), 3),
+        (("pools", "ci-training", "gpu_sharing", "replicas"), 5),
+    ]
 
 
 def test_the_dev_recommendation_written_makes_plan_meet_the_target(
@@ -232,6 +273,7 @@ def test_the_dev_recommendation_written_makes_plan_meet_the_target(
     planned = json.loads(capsys.readouterr().out)
     cost = planned["outputs"]["cost"]
     assert cost["slo"]["met"] is True and cost["failed_jobs"] == 0
+    assert planned["weeks"]["met"] is True and planned["weeks"]["met_weeks"] >= planned["weeks"]["required_weeks"]
     assert not [w for w in planned["warnings"] if w.startswith("platform.slo.")]  # met: no warning at the key
     original = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8").splitlines()
     assert [line for line in path.read_text(encoding="utf-8").splitlines() if line.lstrip().startswith("#")] == [

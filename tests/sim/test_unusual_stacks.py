@@ -3,6 +3,7 @@ below a tenth of a minute."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from infra.config.schedule import MINUTES_PER_WEEK
 from infra.model.platform import load_platform
 from infra.render.report import render_report
 from infra.sim.arrivals import week_jobs
+from infra.sim.verdict import Waits
 from infra.sim.week import simulate_week
 
 
@@ -32,8 +34,8 @@ def test_a_kind_of_one_minute_is_queued_within_its_minute_also_at_the_end_of_the
     assert all(0 <= job.created_minute < MINUTES_PER_WEEK for job in jobs)
 
 
-def test_a_merge_request_job_that_fails_for_good_misses_the_target(dev_platform: dict[str, Any]) -> None:
-    """The merge-request jobs that ran are within the target, one did not run at all: not "met"."""
+def _one_lost_merge_request(dev_platform: dict[str, Any]) -> dict[str, Any]:
+    """The dev stack with a Monday of 20 ten-hour RL trials ahead of one RL merge-request job."""
     dev_platform["slo"]["merge_request_wait_minutes"] = 1440
     dev_platform["runner"]["job_timeout"] = "12h"
     dev_platform["pools"]["ci-training"]["max_size"] = 3
@@ -56,16 +58,23 @@ def test_a_merge_request_job_that_fails_for_good_misses_the_target(dev_platform:
         "from": "01:00",
         "to": "02:00",
     }
-    platform = load_platform(dev_platform)
+    return dev_platform
+
+
+def test_a_merge_request_job_lost_for_good_counts_as_over_the_target(dev_platform: dict[str, Any]) -> None:
+    """The one rule of `plan` and `recommend` (`infra.sim.verdict`): a job that never ran waited longer than any
+    target, ranked after every wait; 1 lost of 121 is within the 6 the p95 allows over, 7 would not be."""
+    platform = load_platform(_one_lost_merge_request(dev_platform))
     week = simulate_week(platform)
     assert week is not None
     waits = week.waits("merge_request")
-    assert waits.failed == 1 and waits.p95 is not None and waits.p95 <= 1440
-    assert week.target_met is False and week.as_json()["slo"] == {"merge_request_wait_minutes": 1440, "met": False}
-    [warning] = week.warnings()
-    assert "1 of 121 merge-request jobs failed" in str(warning)
-    assert "MISSED: merge-request jobs wait" in render_report(platform, week)
+    assert waits.failed == 1 and waits.jobs == 121 and waits.waits.over(Fraction(1440)) == 1
+    assert waits.p95 is not None and waits.p95 <= 1440
+    assert week.target_met is True and week.as_json()["slo"] == {"merge_request_wait_minutes": 1440, "met": True}
     assert "; 1 merge-request job(s) failed." in render_report(platform, week)
+    lost = Waits.of([Fraction(1)] * 114, lost=7)
+    assert (lost.met(Fraction(1440)), lost.p95_lost, lost.percentile()) == (False, True, None)
+    assert Waits.of([Fraction(1)] * 115, lost=6).met(Fraction(1440)) is True
 
 
 def test_recommend_states_a_small_target_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,4 +82,6 @@ def test_recommend_states_a_small_target_as_given(tmp_path: Path, capsys: pytest
     raw = _one_pool(jobs_per_day=20, window=("10:00", "10:01"))
     raw["slo"]["merge_request_wait_minutes"] = 0.04
     assert main(["recommend", "--config", str(_stack_dir(raw, tmp_path))]) == 1
-    assert "platform.slo.merge_request_wait_minutes = 0.04 min (20 merge-request jobs" in capsys.readouterr().out
+    assert "platform.slo.merge_request_wait_minutes = 0.04 min in at least 90% of 20 simulated weeks" in (
+        capsys.readouterr().out
+    )

@@ -93,9 +93,35 @@ SPEC_CASES = [
     Bad(
         "typo-key",
         set_("pools", "ci-compile", "max_sise", value=2),
-        "platform.pools.ci-compile.max_sise=2: unknown key (allowed: autohealing, autoscaling, cold_start_minutes, "
-        "gpu_sharing, labels, max_size, merge_request_slots, min_size, node_type, root_volume_size_gb, "
-        "root_volume_type, upgrade_policy, warm, zone)",
+        "platform.pools.ci-compile.max_sise=2: unknown key (allowed: autohealing, autoscaling, cold_start_max_minutes, "
+        "cold_start_minutes, cold_start_p90_minutes, gpu_sharing, labels, max_size, merge_request_slots, min_size, "
+        "node_type, root_volume_size_gb, root_volume_type, upgrade_policy, warm, zone)",
+    ),
+    Bad(
+        "cold-start-p90-below-median",
+        set_("pools", "ci-training", "cold_start_p90_minutes", value=12),
+        "platform.pools.ci-training.cold_start_p90_minutes=12: is below cold_start_minutes=15 (the median)",
+    ),
+    Bad(
+        "cold-start-max-below-p90",
+        lambda p: p["pools"]["ci-training"].update(cold_start_p90_minutes=20, cold_start_max_minutes=18),
+        "platform.pools.ci-training.cold_start_max_minutes=18: is below cold_start_p90_minutes=20",
+    ),
+    Bad(
+        "cold-start-max-below-median",
+        set_("pools", "ci-training", "cold_start_max_minutes", value=14),
+        "platform.pools.ci-training.cold_start_max_minutes=14: is below cold_start_minutes=15",
+    ),
+    Bad(
+        "cold-start-p90-float",
+        set_("pools", "ci-training", "cold_start_p90_minutes", value=17.5),
+        "platform.pools.ci-training.cold_start_p90_minutes=17.5: Input should be a valid integer",
+    ),
+    Bad(
+        "cold-start-max-huge",
+        set_("pools", "ci-training", "cold_start_max_minutes", value=241),
+        "platform.pools.ci-training.cold_start_max_minutes=241: Input should be less than or "
+        "equal to 240 (gpu-ci's limit: docs/config-limits.md)",
     ),
     Bad(
         "negative-size",

@@ -137,12 +137,32 @@ def _pool_problems(spec: PlatformSpec, name: str) -> list[Problem]:
         why = "CUDA images need room" if node.is_gpu else "Kapsule's minimum"
         problems.append(Problem(key_path(*path, "root_volume_size_gb"), volume, f"must be >= {floor} GB ({why})"))
     problems += _sharing_problems(spec, name)
+    problems += _cold_start_problems(spec, name)
     for key, value in sorted(pool.labels.items()):
         reason = label_key_problem(key) or label_value_problem(value)
         if reason is None and key.startswith(RESERVED_LABEL_PREFIXES):
             reason = f"prefix reserved: {POOL_NAME_LABEL} is set by Kapsule, nvidia.com/ labels by gpu-ci"
         if reason:
             problems.append(Problem(key_path(*path, "labels", key), value, reason))
+    return problems
+
+
+def _cold_start_problems(spec: PlatformSpec, name: str) -> list[Problem]:
+    """The cold-start figures in order: median <= p90 <= max (a max alone: >= the median)."""
+    pool, path = spec.pools[name], ("pools", name)
+    median, p90, most = pool.cold_start_minutes, pool.cold_start_p90_minutes, pool.cold_start_max_minutes
+    problems = []
+    if p90 is not None and p90 < median:
+        problems.append(
+            Problem(
+                key_path(*path, "cold_start_p90_minutes"), p90, f"is below cold_start_minutes={median} (the median)"
+            )
+        )
+    floor, floor_key = (
+        (p90, "cold_start_p90_minutes") if p90 is not None and p90 >= median else (median, "cold_start_minutes")
+    )
+    if most is not None and most < floor:
+        problems.append(Problem(key_path(*path, "cold_start_max_minutes"), most, f"is below {floor_key}={floor}"))
     return problems
 
 

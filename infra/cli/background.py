@@ -1,0 +1,63 @@
+"""Pure work done on the second core while the first imports the SDKs (`plan`'s simulated weeks).
+
+Why: `plan` runs the program under mocks, most of its time importing the Pulumi SDKs on one core; the simulated
+weeks (`infra.sim.weeks`, about half a second on the dev stack) need none of that. `in_background` forks before
+the imports, the child computes and pickles the result back through a pipe, and `Pending.result()` reads it: on
+two cores the weeks cost no wall time. Where there is no `fork` (or it fails) the work runs in `result()`, inline.
+The child only runs pure code and leaves with `os._exit`, whatever happens (no atexit hook, no buffered output of
+the parent's written twice); a child that fails yields None, and the caller computes inline.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Pending(Generic[T]):
+    """A result being computed in a child process, or to compute inline."""
+
+    def __init__(self, function: Callable[[], T], pid: int | None, read: int | None) -> None:
+        self.function, self.pid, self.read = function, pid, read
+
+    def result(self) -> T:
+        """The child's result (waiting for it), or the function run here when the child gave none."""
+        if self.pid is None or self.read is None:
+            return self.function()
+        with os.fdopen(self.read, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = self.read = None
+        if status != 0 or not data:
+            return self.function()
+        found: T = pickle.loads(data)  # our own child's pickle, through our own pipe
+        return found
+
+
+def in_background(function: Callable[[], T]) -> Pending[T]:
+    """Start `function` in a forked child (see the module docstring)."""
+    if not hasattr(os, "fork"):
+        return Pending(function, None, None)
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return Pending(function, None, None)
+    if pid == 0:  # the child: compute, write, leave
+        code = 1
+        try:
+            os.close(read)
+            data = pickle.dumps(function())
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    return Pending(function, pid, read)

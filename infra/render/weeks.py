@@ -1,0 +1,61 @@
+"""The simulated weeks as text (`infra.sim.weeks`): in how many weeks the target is met, the pooled p95 per class and
+the spread of the weekly p95s. `plan`'s report, `simulate --weeks` and the MR note (through `verdict_line`) say it
+in the same words."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from infra.render.text import format_eur, render_table
+from infra.sim.weeks import WeeksReport
+
+
+def verdict_line(report: WeeksReport) -> str:
+    """`met in 19 of 20 weeks (18 asked: slo.confidence 0.9), p95 15.0 min over all their merge-request jobs,
+    margin 0.0 min`: the target over the weeks, in one line (no target: '')."""
+    met = report.met_weeks
+    if report.target is None or met is None:
+        return ""
+    verdict = "met" if report.target_met else "MISSED"
+    waits = report.of("merge_request")
+    p95 = "a lost job" if waits.p95 is None else f"{_minutes(waits.p95)} min"
+    margin = "" if report.margin is None else f", margin {_minutes(report.margin)} min"
+    return (
+        f"{verdict}: in {met} of {report.weeks} weeks (at least {report.required_weeks} asked: slo.confidence "
+        f"{float(report.confidence):g}); p95 {p95} over all their merge-request jobs{margin}"
+    )
+
+
+def render_weeks(report: WeeksReport, *, verdict: bool = True) -> str:
+    """The weeks' table and (`verdict`) the target's verdict over them."""
+    rows = []
+    for c in report.classes:
+        low, high = c.weekly_p95(10), c.weekly_p95(90)
+        rows.append(
+            (c.job_class, str(c.jobs), str(c.failed), _shown(c.p95, c.failed), f"{_shown(low, 1)}-{_shown(high, 1)}")
+        )
+    header = ("class", "jobs", "failed", "wait p95, all weeks", "weekly p95, p10-p90")
+    eur = report.eur_per_week
+    mean = sum(eur, Fraction(0)) / len(eur)
+    lines = [
+        f"{report.weeks} simulated week(s) (arrivals, run times, boots drawn for each; the same weeks for any spec):\n",
+        render_table(header, rows),
+    ]
+    if verdict and report.target is not None:
+        line = verdict_line(report)
+        target = f"{float(report.target):g}"
+        lines.append(
+            f"Target platform.slo.merge_request_wait_minutes = {target} min over the weeks: {line or 'not judged'}.\n"
+        )
+    lines.append(f"EUR/week: {format_eur(mean)} on average ({format_eur(min(eur))}-{format_eur(max(eur))}).\n")
+    return "".join(lines)
+
+
+def _shown(value: Fraction | None, lost: int) -> str:
+    if value is None:
+        return "lost" if lost else "-"
+    return _minutes(value)
+
+
+def _minutes(value: Fraction) -> str:
+    return f"{float(value):.1f}"
