@@ -21,8 +21,10 @@ PURE = (
     "infra.capacity",
     "infra.catalog",
     "infra.graphs",
+    "policy.policies.definitions",
 )
-"""The pure core: no Pulumi import, so it runs anywhere (tests, the offline CLI) and derives before any resource."""
+"""The pure core: no Pulumi import, so it runs anywhere (tests, the offline CLI) and derives before any resource
+(the pack's rule definitions too: the spec's checks import them)."""
 
 
 MODULES = imports.modules()
@@ -53,6 +55,16 @@ def test_the_policy_pack_imports_nothing_from_infra() -> None:
         for name, deps in GRAPH.items()
         if name.startswith("policy") and any(dep.startswith("infra") for dep in deps)
     } == {}
+
+
+def test_the_program_imports_only_the_packs_rule_definitions() -> None:
+    """The spec's checks and recommend say the pack's verdicts from its rules' one definition
+    (`policy/policies/definitions.py`, pure); the rest of the pack, pulumi_policy and all, stays the pack's."""
+    imported = {
+        dep for name, deps in GRAPH.items() if name.startswith("infra") for dep in deps if dep.startswith("policy")
+    }
+    assert imported == {"policy", "policy.policies", "policy.policies.definitions"}  # the packages import nothing
+    assert GRAPH["policy"] == GRAPH["policy.policies"] == GRAPH["policy.policies.definitions"] == set()
 
 
 def test_the_pure_core_imports_no_pulumi() -> None:
