@@ -73,6 +73,14 @@ def namespace_public(is_public: Any, namespace: str, allowed: Collection[str] | 
 # ci-secret-variables-masked
 
 CI_SECRET_VARIABLES_MASKED = "ci-secret-variables-masked"
+CREDENTIAL_NAME_WORDS = (
+    r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTH|KUBECONFIG|"
+    r"(?:API|ACCESS|SECRET|PRIVATE|SSH|SIGNING|ENCRYPTION|DEPLOY|CLIENT)_KEY)(?:_|$)"
+)
+"""The words (a regex over `_`-separated upper-case words) of a variable name that say it holds a credential:
+HF_TOKEN, WANDB_API_KEY, SCW_SECRET_KEY, DB_PASSWORD (not MAX_TOKENS). The pack reads names in any case; the spec
+refuses such a name as a plain value and its redactor reads the environment's names by them
+(`infra.config.credentials`)."""
 DEFAULT_ALLOW_UNPROTECTED: tuple[str, ...] = ()
 """`allow_unprotected`: credentials that may stay unprotected (still masked)."""
 
@@ -98,3 +106,13 @@ MPS_ACCESS_LEVEL = "ref_protected"
 def may_serve_mps(access_level: Any) -> bool:
     """Whether a runner registration with this access level may serve a pool whose GPUs MPS shares."""
     return bool(access_level == MPS_ACCESS_LEVEL)
+
+
+RULES = (
+    GPU_POOL_SCALES_TO_ZERO,
+    RUNNER_POLL_TIMEOUT_COVERS_COLD_START,
+    REGISTRY_NAMESPACE_PRIVATE,
+    CI_SECRET_VARIABLES_MASKED,
+    MPS_POOLS_PROTECTED_RUNNERS,
+)
+"""The pack's rules defined here: the ones whose verdict the program also says (`Problem.policy` names one)."""

@@ -27,12 +27,8 @@ VARIABLE_TYPES = frozenset(
 ACCESS_LEVELS = ["not_protected", "ref_protected"]
 """GitLab runner access levels: `ref_protected` takes jobs of protected branches and tags only."""
 
-CREDENTIAL_KEY = re.compile(
-    r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTH|KUBECONFIG|"
-    r"(API|ACCESS|SECRET|PRIVATE|SSH|SIGNING|ENCRYPTION|DEPLOY|CLIENT)_KEY)(_|$)",
-    re.IGNORECASE,
-)
-"""Variable names that say "credential": HF_TOKEN, WANDB_API_KEY, SCW_SECRET_KEY, DB_PASSWORD (not MAX_TOKENS)."""
+CREDENTIAL_KEY = re.compile(definitions.CREDENTIAL_NAME_WORDS, re.IGNORECASE)
+"""Variable names that say "credential", in any case (`definitions.CREDENTIAL_NAME_WORDS`)."""
 CREDENTIAL_VALUE = re.compile(
     r"\bgl[a-z]{1,6}-[0-9A-Za-z_-]{16,}"  # GitLab tokens: glpat-, glrt-, gldt-, ...
     r"|\bgh[pousr]_[0-9A-Za-z]{30,}|\bgithub_pat_[0-9A-Za-z_]{30,}"  # GitHub

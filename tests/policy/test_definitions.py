@@ -93,11 +93,9 @@ def test_the_mps_rule_moves_the_pack_and_the_spec_together(
     assert [v.resource for v in policy_check.policy_report(run, pack=pol) if v.policy == "mps-pools-protected-runners"]
 
 
-def test_every_rule_the_spec_names_is_a_rule_of_the_pack() -> None:
-    names = {value for key, value in vars(definitions).items() if key.isupper() and isinstance(value, str)}
-    rules = names - {definitions.MPS_ACCESS_LEVEL}
-    assert rules <= {p.name for p in pol.POLICIES}
-    assert len(rules) == 5
+def test_every_rule_defined_once_is_a_rule_of_the_pack() -> None:
+    assert set(definitions.RULES) <= {p.name for p in pol.POLICIES}
+    assert len(set(definitions.RULES)) == 5
 
 
 def test_the_definitions_import_only_the_standard_library() -> None:
