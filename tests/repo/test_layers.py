@@ -67,6 +67,17 @@ def test_the_program_imports_only_the_packs_rule_definitions() -> None:
     assert GRAPH["policy"] == GRAPH["policy.policies"] == GRAPH["policy.policies.definitions"] == set()
 
 
+def test_components_take_rendered_text_and_call_no_renderer() -> None:
+    """Spec -> derive -> Platform -> renderers -> components: `build_platform` (infra/cloud/platform.py) renders,
+    and each component gets its text and its slice of the platform in its Args; a component imports no renderer."""
+    components = {name for name in GRAPH if name.startswith("infra.cloud.")} - {"infra.cloud.platform"}
+    assert len(components) > 5
+    assert {
+        name: deps for name in components if (deps := {d for d in GRAPH[name] if d.startswith("infra.render")})
+    } == {}
+    assert any(dep.startswith("infra.render.") for dep in GRAPH["infra.cloud.platform"])
+
+
 def test_the_pure_core_imports_no_pulumi() -> None:
     offenders = {}
     for name, path in MODULES.items():
