@@ -17,10 +17,11 @@ Errors
   job as it runs on a full node.
 Warnings
 - fit: memory limits that overcommit a full node; VRAM that time-sliced jobs could oversubscribe;
-- values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
-  pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
-  registry namespace left unprotected, a secret CI variable left unprotected or unmasked; warm windows over the
-  whole week (an always-on GPU pool by another key);
+- values the policy pack refuses with its default config (an always-on GPU pool, or warm windows over the
+  whole week: one by another key; a poll timeout below the pack's floor; a public registry namespace; a secret
+  CI variable left unprotected or unmasked), said at their key so a green plan is a green preview: each the
+  verdict of the pack rule's one definition (`policy/policies/definitions.py`), named in `Problem.policy`,
+  which `recommend` refuses by; a registry namespace left unprotected;
 - upgrades (`infra.model.upgrades`): the manager pool upgrading without surge, the maintenance window in the
   workload's hours.
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.

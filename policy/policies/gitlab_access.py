@@ -2,7 +2,8 @@
 its access level allowed, and protected refs only on an MPS pool: a stack rule) and who may read a credential
 kept in a CI/CD variable (masked and protected).
 
-The credential shapes are also in `infra/config/credentials.py` (the pack imports nothing from the program):
+A credential name's words are `definitions.CREDENTIAL_NAME_WORDS`, which the spec reads too; the value shapes
+are also in `infra/config/credentials.py` (the spec's are more, and it redacts them wherever text is shown):
 `tests/config/test_credentials_agree.py` holds the two together."""
 
 from __future__ import annotations
