@@ -1,1 +1,2 @@
-"""Thin Pulumi ComponentResources that turn the spec and the rendered text into resources."""
+"""Thin Pulumi ComponentResources that turn their slice of the spec and the derived platform, and the text
+`build_platform` rendered for them, into resources (a component imports no renderer)."""

@@ -32,7 +32,7 @@ from infra.cloud.names import GPU_SHARING_TOKEN, MANAGED_BY, child_name
 from infra.cloud.network import RESTRICTED, apiserver_egress_policy, dns_egress_policy, object_meta
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.pools import POOL_NAME_LABEL
-from infra.render.runner import ROLE_LABEL
+from infra.model.runners import ROLE_LABEL
 
 PATCH_FIELD_MANAGER = "gpu-ci"
 """Server-side-apply field manager of the ClusterPolicy patch (stable, so `--show-managed-fields` names us)."""

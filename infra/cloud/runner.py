@@ -43,16 +43,13 @@ from infra.config.runner import (
     CHART_REPOSITORY,
     RunnerSpec,
 )
-from infra.model.runners import Runner
-from infra.render.runner import (
-    CACHE_SECRET_ANNOTATION,
-    CACHE_SECRET_NAME,
-    REGISTRY_PULL_SECRET_NAME,
-    ROLE_LABEL,
-    RUNNER_ID_ANNOTATION,
-)
+from infra.model.runners import CACHE_SECRET_NAME, REGISTRY_PULL_SECRET_NAME, ROLE_LABEL, Runner
 
 HELM_TIMEOUT_SECONDS = 600
+RUNNER_ID_ANNOTATION = "gpu-ci/runner-id"
+"""Manager pod annotation set to the GitLab runner id: a new runner (new token) rolls the pod."""
+CACHE_SECRET_ANNOTATION = "gpu-ci/cache-secret-uid"
+"""Manager pod annotation set to the cache Secret's uid: a new cache key (a replaced Secret) rolls the pod."""
 POD_SECURITY = {
     "pod-security.kubernetes.io/enforce": "baseline",
     "pod-security.kubernetes.io/enforce-version": "latest",
@@ -73,6 +70,8 @@ class RunnerRelease:
 
     runner: Runner
     values: Mapping[str, Any]
+    """`infra.render.runner.runner_helm_values`, rendered by `build_platform`; the fleet adds only the manager
+    pod's annotations that hold other resources' outputs (`RUNNER_ID_ANNOTATION`, `CACHE_SECRET_ANNOTATION`)."""
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import re
 
-_NAME_WORDS = re.compile(
-    r"(?:^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTH|KUBECONFIG|"
-    r"(?:API|ACCESS|SECRET|PRIVATE|SSH|SIGNING|ENCRYPTION|DEPLOY|CLIENT)_KEY)(?:_|$)"
-)
-"""Words of a variable name that say it holds a credential (HF_TOKEN, WANDB_API_KEY, DB_PASSWORD; not
-MAX_TOKENS): the same words the policy pack's ci-secret-variables-masked rule looks for."""
+from policy.policies import definitions as rules
+
+_NAME_WORDS = re.compile(rules.CREDENTIAL_NAME_WORDS)
+"""Words of a variable name (upper-cased) that say it holds a credential (HF_TOKEN, WANDB_API_KEY, DB_PASSWORD; not
+MAX_TOKENS): the policy pack's ci-secret-variables-masked rule's own words, one definition."""
 
 _VALUE_SHAPES = (
     (

@@ -194,6 +194,9 @@ class Problem:
     value: object
     reason: str
     severity: Literal["error", "warning"] = "error"
+    policy: str | None = None
+    """The policy-pack rule whose verdict this is, said at the spec's key (`policy/policies/definitions.py`): the
+    pack refuses what it says, with its default config. Not part of the line."""
 
     def __str__(self) -> str:
         reason = printable(self.reason, 2 * MAX_SHOWN - 1)  # a name with a newline, quoted, cannot break the line

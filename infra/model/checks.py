@@ -17,10 +17,11 @@ Errors
   job as it runs on a full node.
 Warnings
 - fit: memory limits that overcommit a full node; VRAM that time-sliced jobs could oversubscribe;
-- values the policy pack refuses with its default config (an always-on GPU pool, a poll timeout below the
-  pack's floor, a public registry namespace), said at their key so a green plan is a green preview; a
-  registry namespace left unprotected, a secret CI variable left unprotected or unmasked; warm windows over the
-  whole week (an always-on GPU pool by another key);
+- values the policy pack refuses with its default config (an always-on GPU pool, or warm windows over the
+  whole week: one by another key; a poll timeout below the pack's floor; a public registry namespace; a secret
+  CI variable left unprotected or unmasked), said at their key so a green plan is a green preview: each the
+  verdict of the pack rule's one definition (`policy/policies/definitions.py`), named in `Problem.policy`,
+  which `recommend` refuses by; a registry namespace left unprotected;
 - upgrades (`infra.model.upgrades`): the manager pool upgrading without surge, the maintenance window in the
   workload's hours.
 When a fit error is found, the runner and routing checks are skipped: a pool without slots follows from it.
@@ -46,6 +47,7 @@ from infra.model.runners import MAX_RELEASE_NAME, Runner
 from infra.model.timeouts import longest_job
 from infra.model.upgrades import upgrade_warnings
 from infra.quantity import exact_decimal, format_gib
+from policy.policies import definitions as rules
 
 if TYPE_CHECKING:
     from infra.catalog import NodeType
@@ -226,36 +228,33 @@ def _gpu_memory_problems(name: str, profile: ProfileSpec, pool: PoolSpec, node: 
     return []
 
 
-POLICY_MIN_POLL_TIMEOUT_SECONDS = 900
-"""The policy pack's default `min_poll_timeout_seconds` (policy/policies/runner_toml.py,
-runner-poll-timeout-covers-cold-start)."""
-
-
 SECRET_KNOB_OFF = {
     "protected": "a secret every branch's jobs can read: anyone who can push a branch can print it (the policy pack, "
-    "ci-secret-variables-masked, refuses it unless its config lists it in allow_unprotected)",
+    f"{rules.CI_SECRET_VARIABLES_MASKED}, refuses it unless its config lists it in allow_unprotected)",
     "masked": "a secret GitLab does not hide in job logs: a job that prints it shows it to whoever reads the log (the "
-    "policy pack, ci-secret-variables-masked, refuses it)",
+    f"policy pack, {rules.CI_SECRET_VARIABLES_MASKED}, refuses it)",
 }
 """Why a secret CI variable's `protected` or `masked` set off is a warning."""
 
 
 def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Mapping[str, Runner]) -> list[Problem]:
     """Values the spec allows but the policy pack refuses with its default config, and guards set off: said at
-    their key, so a green plan is a green preview (the pack's config can allow them: policy/README.md)."""
+    their key, so a green plan is a green preview (the pack's config can allow them: policy/README.md). Each
+    verdict is the pack rule's own (`policy/policies/definitions.py`: its predicate and default), and names it."""
     warnings = []
     for name, pool in pools.items():
-        if pool.is_gpu and pool.min_size >= 1:
+        if pool.is_gpu and rules.keeps_gpu_nodes_up(pool.min_size, name):
             warnings.append(
                 Problem(
                     key_path("pools", name, "min_size"),
                     pool.min_size,
-                    "an always-on GPU pool bills around the clock: the policy pack (gpu-pool-scales-to-zero) refuses "
-                    "it unless its config lists the pool in always_on_pools",
+                    f"an always-on GPU pool bills around the clock: the policy pack ({rules.GPU_POOL_SCALES_TO_ZERO}) "
+                    "refuses it unless its config lists the pool in always_on_pools",
                     "warning",
+                    rules.GPU_POOL_SCALES_TO_ZERO,
                 )
             )
-        if pool.is_gpu and pool.min_size == 0 and _warm_all_week(spec, name):
+        elif pool.is_gpu and rules.keeps_gpu_nodes_up(int(_warm_all_week(spec, name)), name):
             warnings.append(
                 Problem(
                     key_path("pools", name, "warm"),
@@ -263,36 +262,45 @@ def _policy_warnings(spec: PlatformSpec, pools: Mapping[str, Pool], runners: Map
                     "keeps nodes up every hour of the week: an always-on GPU pool (min_size >= 1, which the policy "
                     "pack refuses) by another key, billed as one; warm the hours people wait in",
                     "warning",
+                    rules.GPU_POOL_SCALES_TO_ZERO,
                 )
             )
     for runner in runners.values():
-        if runner.poll_timeout_seconds < POLICY_MIN_POLL_TIMEOUT_SECONDS and not runner.merge_requests_only:
+        if rules.poll_timeout_too_short(runner.poll_timeout_seconds) and not runner.merge_requests_only:
             warnings.append(
                 Problem(
                     key_path("runner", "node_wait_tolerance"),
                     spec.runner.node_wait_tolerance,
                     f"gives pool {runner.pool} a poll_timeout of {runner.poll_timeout_seconds} s, below the policy "
-                    f"pack's {POLICY_MIN_POLL_TIMEOUT_SECONDS} s (runner-poll-timeout-covers-cold-start): a GPU node "
-                    "from zero takes longer",
+                    f"pack's {rules.DEFAULT_MIN_POLL_TIMEOUT_SECONDS} s ({rules.RUNNER_POLL_TIMEOUT_COVERS_COLD_START}"
+                    "): a GPU node from zero takes longer",
                     "warning",
+                    rules.RUNNER_POLL_TIMEOUT_COVERS_COLD_START,
                 )
             )
-    if spec.registry.is_public and not spec.registry.existing:
+    if rules.namespace_public(spec.registry.is_public, spec.registry.namespace) and not spec.registry.existing:
         warnings.append(
             Problem(
                 key_path("registry", "is_public"),
                 True,
-                "the policy pack (registry-namespace-private) refuses a public namespace unless its config lists it "
-                "in allowed_public_namespaces",
+                f"the policy pack ({rules.REGISTRY_NAMESPACE_PRIVATE}) refuses a public namespace unless its config "
+                "lists it in allowed_public_namespaces",
                 "warning",
+                rules.REGISTRY_NAMESPACE_PRIVATE,
             )
         )
     for variable_name, variable in sorted(spec.ci.variables.items()):
-        knobs = {"protected": variable.effective_protected, "masked": variable.effective_masked}
+        off = rules.unguarded_knobs(variable_name, variable.effective_masked, variable.effective_protected)
         warnings += [
-            Problem(key_path("ci", "variables", variable_name, knob), False, SECRET_KNOB_OFF[knob], "warning")
-            for knob, on in knobs.items()
-            if variable.is_secret and not on
+            Problem(
+                key_path("ci", "variables", variable_name, knob),
+                False,
+                SECRET_KNOB_OFF[knob],
+                "warning",
+                rules.CI_SECRET_VARIABLES_MASKED,
+            )
+            for knob in off
+            if variable.is_secret
         ]
     if not spec.registry.protect and not spec.registry.existing:
         warnings.append(

@@ -30,6 +30,12 @@ MAX_RELEASE_NAME = 53
 """Helm refuses longer release names."""
 HELD_SUFFIX = "-mr"
 """Name suffix of the runner of a pool's held merge-request slots."""
+REGISTRY_PULL_SECRET_NAME = "registry-pull"
+"""The runners' image-pull Secret (a private registry): config.toml names it, the runner fleet creates it."""
+CACHE_SECRET_NAME = "runner-cache-s3"
+"""Secret with `accesskey` and `secretkey`: the chart exports them as CACHE_S3_ACCESS_KEY / _SECRET_KEY."""
+ROLE_LABEL = "gpu-ci/role"
+"""Label of the runners' pods (`job`, `manager`) and the operator-wait Job's: the NetworkPolicies select it."""
 
 _GO_META = re.compile(r"([\\.+*?()|\[\]{}^$])")
 

@@ -1,7 +1,8 @@
 """The policy pack's rules over the offline plan: what `pulumi preview --policy-pack policy/` would say.
 
 The pack (`policy/policies/`) stays independent of the program: it is loaded from its files, as the CLI
-loads it, never imported by the program's code. Each recorded registration is presented to the rules as
+loads it, never imported by the program's code (but for its pure rule definitions, `definitions.py`, which the
+spec's checks read). Each recorded registration is presented to the rules as
 pulumi-policy's analyzer presents a resource: its inputs through a protobuf Struct (numbers become floats),
 deserialised with secrets unwrapped, inside the unknown-checking proxy; stack rules see the outputs.
 

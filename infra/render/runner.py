@@ -37,19 +37,13 @@ from infra.capacity import MANAGER_CPU_REQUEST, MANAGER_MEMORY_REQUEST
 from infra.config.pools import POOL_NAME_LABEL
 from infra.job_overrides import JOB_RESOURCES
 from infra.model.pools import GPU_TAINT
+from infra.model.runners import CACHE_SECRET_NAME, REGISTRY_PULL_SECRET_NAME, ROLE_LABEL
 from infra.render.yaml_text import dump_yaml
 
 if TYPE_CHECKING:
     from infra.model.platform import Platform
     from infra.model.runners import Runner
 
-REGISTRY_PULL_SECRET_NAME = "registry-pull"
-CACHE_SECRET_NAME = "runner-cache-s3"
-"""Secret with `accesskey` and `secretkey`: the chart exports them as CACHE_S3_ACCESS_KEY / _SECRET_KEY."""
-RUNNER_ID_ANNOTATION = "gpu-ci/runner-id"
-"""Manager pod annotation the runner component sets to the GitLab runner id: a new runner (new token) rolls it."""
-CACHE_SECRET_ANNOTATION = "gpu-ci/cache-secret-uid"
-"""Manager pod annotation set to the cache Secret's uid: a new cache key (a replaced Secret) rolls the pod."""
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 """Set to "false" on manager and job pods: the autoscaler does not evict them to scale a node down."""
 
@@ -63,9 +57,9 @@ FEATURE_FLAGS = {
 events in the job log while a job waits for a GPU node; the fourth waits until a freshly scheduled pod on a
 node that just joined is reachable before attaching (without it, jobs on nodes scaled from zero fail at
 attach: gitlab-runner MR 3556)."""
-ROLE_LABEL = "gpu-ci/role"
 POOL_LABEL = "gpu-ci/pool"
-"""Labels on job pods (`role: job`) and manager pods (`role: manager`): what the NetworkPolicies select."""
+"""Label on job and manager pods: their pool (beside `ROLE_LABEL`, `job` or `manager`, which the NetworkPolicies
+select)."""
 
 RBAC_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "get", "list", "watch"]},

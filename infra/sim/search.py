@@ -108,9 +108,9 @@ class SearchReport:
 
 
 def pack_refusals(platform: Platform) -> list[Problem]:
-    """The spec's warnings at keys the policy pack refuses with its default config (`infra.model.checks`
-    `_policy_warnings`: an always-on GPU pool, a poll timeout below its floor, a public registry)."""
-    return [warning for warning in platform.warnings if "policy pack" in warning.reason]
+    """The spec's warnings that are a pack rule's verdict with its default config, each naming its rule
+    (`Problem.policy`; the rules' one definition: `policy/policies/definitions.py`)."""
+    return [warning for warning in platform.warnings if warning.policy is not None]
 
 
 def search(

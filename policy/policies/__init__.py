@@ -4,9 +4,12 @@
 is `policies` there); tests import it as `policy.policies` and `python -m infra plan` loads it from its
 files (never `__main__.py`: building a PolicyPack starts a gRPC server and blocks). The pack is
 self-contained: it runs in its own virtualenv next to the program, so it imports nothing from `infra/`
-(tests check that its constants agree with the program's). Modules import each other relatively, so the
+(tests check that its constants agree with the program's). The program imports one module of it,
+`definitions` (pure), to say the pack's verdicts at the spec's keys. Modules import each other relatively, so the
 package works under any of those names.
 
+- `definitions`: the rules the program also judges, each written once (name, default config, predicate);
+  pure, the one module the program imports.
 - `inputs`: how a rule reads a resource's inputs (unknown during preview, floats, unwrapped secrets) and
   its config; no rule.
 - `cluster_pools`: the Kapsule cluster and its pools (GPU pools scale to zero, taint and config label, the

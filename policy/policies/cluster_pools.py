@@ -9,7 +9,8 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from .inputs import as_list, config_value, known, physical_name, show
+from . import definitions
+from .inputs import as_list, config_list, config_value, known, physical_name, show
 
 # Resource type tokens (each with the deprecated flat token of the same resource, in case a stack uses it).
 POOL_TYPES = frozenset({"scaleway:kubernetes/pool:Pool", "scaleway:index/kubernetesNodePool:KubernetesNodePool"})
@@ -68,7 +69,7 @@ def gpu_pool_scales_to_zero(args: ResourceValidationArgs, report_violation: Repo
             None,
         )
     min_size = props.get("minSize")
-    if min_size != 0 and name not in as_list(config_value(args, "always_on_pools", [])):
+    if definitions.keeps_gpu_nodes_up(min_size, name, config_list(args, "always_on_pools")):
         report_violation(
             f"{label}: minSize={show(min_size)}: a GPU pool must scale to zero (minSize 0) so that it costs "
             f"nothing while no job runs (gpu-ci: platform.pools.{name}.min_size: 0), or list the pool in this "

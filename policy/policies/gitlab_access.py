@@ -2,7 +2,8 @@
 its access level allowed, and protected refs only on an MPS pool: a stack rule) and who may read a credential
 kept in a CI/CD variable (masked and protected).
 
-The credential shapes are also in `infra/config/credentials.py` (the pack imports nothing from the program):
+A credential name's words are `definitions.CREDENTIAL_NAME_WORDS`, which the spec reads too; the value shapes
+are also in `infra/config/credentials.py` (the spec's are more, and it redacts them wherever text is shown):
 `tests/config/test_credentials_agree.py` holds the two together."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from .inputs import as_list, config_value, known, show
+from . import definitions
+from .cluster_pools import CONFIG_MAP_TYPE, DEVICE_PLUGIN_CONFIG_LABEL, POOL_TYPES
+from .inputs import as_list, config_list, config_value, known, show
 
 RUNNER_REGISTRATION_TYPES = frozenset({"gitlab:index/userRunner:UserRunner", "gitlab:index/runner:Runner"})
 VARIABLE_TYPES = frozenset(
@@ -25,12 +28,8 @@ VARIABLE_TYPES = frozenset(
 ACCESS_LEVELS = ["not_protected", "ref_protected"]
 """GitLab runner access levels: `ref_protected` takes jobs of protected branches and tags only."""
 
-CREDENTIAL_KEY = re.compile(
-    r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTH|KUBECONFIG|"
-    r"(API|ACCESS|SECRET|PRIVATE|SSH|SIGNING|ENCRYPTION|DEPLOY|CLIENT)_KEY)(_|$)",
-    re.IGNORECASE,
-)
-"""Variable names that say "credential": HF_TOKEN, WANDB_API_KEY, SCW_SECRET_KEY, DB_PASSWORD (not MAX_TOKENS)."""
+CREDENTIAL_KEY = re.compile(definitions.CREDENTIAL_NAME_WORDS, re.IGNORECASE)
+"""Variable names that say "credential", in any case (`definitions.CREDENTIAL_NAME_WORDS`)."""
 CREDENTIAL_VALUE = re.compile(
     r"\bgl[a-z]{1,6}-[0-9A-Za-z_-]{16,}"  # GitLab tokens: glpat-, glrt-, gldt-, ...
     r"|\bgh[pousr]_[0-9A-Za-z]{30,}|\bgithub_pat_[0-9A-Za-z_]{30,}"  # GitHub
@@ -103,8 +102,9 @@ def ci_secret_variables_masked(args: ResourceValidationArgs, report_violation: R
     if reason is None:
         return
     masked = args.props.get("masked") is True or args.props.get("hidden") is True
-    protected = args.props.get("protected") is True
-    if masked and (protected or key in as_list(config_value(args, "allow_unprotected", []))):
+    if not definitions.unguarded_knobs(
+        key, masked, args.props.get("protected"), config_list(args, "allow_unprotected")
+    ):
         return
     scope = known(args.props, "project") or known(args.props, "group") or "instance"
     scope = scope if isinstance(scope, str) else show(scope)  # a numeric project id arrives as a float
@@ -119,9 +119,6 @@ def ci_secret_variables_masked(args: ResourceValidationArgs, report_violation: R
 # ---------------------------------------------------------------------------------------------------------
 # Stack: MPS only where the runners take protected branches' jobs
 
-POOL_TYPES = frozenset({"scaleway:kubernetes/pool:Pool", "scaleway:index/kubernetesNodePool:KubernetesNodePool"})
-CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MERGE_REQUEST_TAG_SUFFIX = "-merge_request_event"
 """gpu-ci's held merge-request slots: that runner holds `<pool>-merge_request_event`, not the pool's name."""
 _MPS_SECTION = re.compile(r"""^[^#\n]*?["']?\bmps["']?\s*:""", re.MULTILINE)
@@ -156,11 +153,11 @@ def mps_pools_protected_runners(args: StackValidationArgs, report_violation: Rep
         tags = {str(tag) for tag in as_list(known(runner.props, "tagLists") or known(runner.props, "tagList"))}
         served = sorted(p for p in mps_pools if p in tags or f"{p}{MERGE_REQUEST_TAG_SUFFIX}" in tags)
         level = known(runner.props, "accessLevel")
-        if served and level != "ref_protected":
+        if served and not definitions.may_serve_mps(level):
             report_violation(
                 f"GitLab runner '{known(runner.props, 'description') or runner.name}': accessLevel={show(level)} on "
                 f"MPS pool(s) {', '.join(served)}: jobs of unprotected branches would share the MPS daemon's pipe "
-                "and /dev/shm with protected ones; set accessLevel ref_protected (gpu-ci: runner.access_level) or "
-                "use time-slicing on the pool",
+                f"and /dev/shm with protected ones; set accessLevel {definitions.MPS_ACCESS_LEVEL} (gpu-ci: "
+                "runner.access_level) or use time-slicing on the pool",
                 runner.urn,
             )

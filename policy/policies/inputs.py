@@ -27,6 +27,12 @@ def config_value(args: ResourceValidationArgs | StackValidationArgs, key: str, d
     return default if value is None else value
 
 
+def config_list(args: ResourceValidationArgs | StackValidationArgs, key: str) -> list[Any] | None:
+    """A list setting of the policy's config, or None when unset (the rule's default applies: `definitions`)."""
+    value = config_value(args, key, None)
+    return None if value is None else as_list(value)
+
+
 def known(mapping: Any, *path: str) -> Any:
     """The value at `path`, or None if it is missing or not known yet (for naming things, not for judging)."""
     value = mapping

@@ -7,6 +7,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema, ResourceValidationPolicy, StackValidationPolicy
 
+from . import definitions
 from .cluster_pools import (
     DEFAULT_GPU_NODE_TYPE_PATTERN,
     gpu_pool_config_exists,
@@ -25,7 +26,6 @@ from .namespace_isolation import namespace_pod_security, runner_namespace_defaul
 from .public_storage import no_public_buckets, registry_namespace_private
 from .runner_release import helm_release_atomic, rbac_least_privilege, runner_rbac_namespaced
 from .runner_toml import (
-    DEFAULT_MIN_POLL_TIMEOUT_SECONDS,
     runner_job_isolation,
     runner_job_pods_unprivileged,
     runner_no_identity_overrides,
@@ -46,12 +46,20 @@ _GPU_PATTERN = {
 }
 _NAMES = {"type": "array", "items": {"type": "string"}, "default": []}
 
+
+def _names(default: tuple[str, ...]) -> dict[str, Any]:
+    """A list-of-names setting whose default is the rule's (`definitions`)."""
+    return {**_NAMES, "default": list(default)}
+
+
 RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
     ResourceValidationPolicy(
         name="gpu-pool-scales-to-zero",
         description="GPU node pools autoscale from zero, and Pulumi ignores their size (the autoscaler owns it).",
         validate=gpu_pool_scales_to_zero,
-        config_schema=_schema(gpu_node_type_pattern=_GPU_PATTERN, always_on_pools=_NAMES),
+        config_schema=_schema(
+            gpu_node_type_pattern=_GPU_PATTERN, always_on_pools=_names(definitions.DEFAULT_ALWAYS_ON_POOLS)
+        ),
     ),
     ResourceValidationPolicy(
         name="gpu-pool-taint-and-config-label",
@@ -69,7 +77,11 @@ RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
         description="The GitLab runner waits for a job pod at least as long as a GPU node takes to start from zero.",
         validate=runner_poll_timeout_covers_cold_start,
         config_schema=_schema(
-            min_poll_timeout_seconds={"type": "integer", "minimum": 0, "default": DEFAULT_MIN_POLL_TIMEOUT_SECONDS}
+            min_poll_timeout_seconds={
+                "type": "integer",
+                "minimum": 0,
+                "default": definitions.DEFAULT_MIN_POLL_TIMEOUT_SECONDS,
+            }
         ),
     ),
     ResourceValidationPolicy(
@@ -133,7 +145,9 @@ RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
         name="ci-secret-variables-masked",
         description="GitLab CI/CD variables that hold a credential are masked and protected.",
         validate=ci_secret_variables_masked,
-        config_schema=_schema(extra_secret_keys=_NAMES, allow_unprotected=_NAMES),
+        config_schema=_schema(
+            extra_secret_keys=_NAMES, allow_unprotected=_names(definitions.DEFAULT_ALLOW_UNPROTECTED)
+        ),
     ),
     ResourceValidationPolicy(
         name="no-public-buckets",
@@ -145,7 +159,7 @@ RESOURCE_POLICIES: list[ResourceValidationPolicy] = [
         name="registry-namespace-private",
         description="Container Registry namespaces are private unless explicitly allowed.",
         validate=registry_namespace_private,
-        config_schema=_schema(allowed_public_namespaces=_NAMES),
+        config_schema=_schema(allowed_public_namespaces=_names(definitions.DEFAULT_ALLOWED_PUBLIC_NAMESPACES)),
     ),
 ]
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from .inputs import as_list, config_value, known, physical_name, show
+from . import definitions
+from .inputs import as_list, config_list, config_value, known, physical_name, show
 
 # Resource type tokens (each with the deprecated flat token of the same resource, in case a stack uses it).
 BUCKET_TYPES = frozenset({"scaleway:object/bucket:Bucket", "scaleway:index/objectBucket:ObjectBucket"})
@@ -88,7 +89,7 @@ def registry_namespace_private(args: ResourceValidationArgs, report_violation: R
     if args.resource_type not in REGISTRY_NAMESPACE_TYPES:
         return
     name = physical_name(args)
-    if args.props.get("isPublic") is True and name not in as_list(config_value(args, "allowed_public_namespaces", [])):
+    if definitions.namespace_public(args.props.get("isPublic"), name, config_list(args, "allowed_public_namespaces")):
         report_violation(
             f"registry namespace '{name}': isPublic=True: anyone could pull the training images; keep it private "
             "(gpu-ci: platform.registry.is_public: false) or list it in this policy's allowed_public_namespaces",

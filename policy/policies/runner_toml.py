@@ -11,13 +11,12 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 from yaml import YAMLError, safe_load  # PyYAML: a dependency of the pulumi SDK the pack pins
 
+from . import definitions
 from .inputs import as_list, config_value, known, physical_name, show
 from .runner_release import RUNNER_CHART, is_runner_release
 
 DEFAULT_POLL_TIMEOUT_SECONDS = 180
 """gitlab-runner's poll_timeout when config.toml sets none."""
-DEFAULT_MIN_POLL_TIMEOUT_SECONDS = 900
-"""A GPU node takes ~10-15 min from zero to a running pod on Kapsule (docs/runbook.md): 15 min by default."""
 SECURITY_CONTEXTS = (
     "build_container_security_context",
     "helper_container_security_context",
@@ -79,7 +78,7 @@ def runner_poll_timeout_covers_cold_start(args: ResourceValidationArgs, report_v
     """
     if not is_runner_release(args):
         return
-    minimum = float(config_value(args, "min_poll_timeout_seconds", DEFAULT_MIN_POLL_TIMEOUT_SECONDS))
+    minimum = definitions.min_poll_timeout_seconds(config_value(args, "min_poll_timeout_seconds", None))
     values = args.props.get("values")
     runners = values.get("runners") if isinstance(values, Mapping) else None
     if not isinstance(runners, Mapping) or runners.get("config") is None:
@@ -92,7 +91,7 @@ def runner_poll_timeout_covers_cold_start(args: ResourceValidationArgs, report_v
         return
     for where, settings in _kubernetes_settings(args, report_violation):
         timeout = settings.get("poll_timeout", DEFAULT_POLL_TIMEOUT_SECONDS)
-        if not isinstance(timeout, int | float) or timeout < minimum:
+        if definitions.poll_timeout_too_short(timeout, minimum):
             report_violation(
                 f"{where}: kubernetes.poll_timeout={show(timeout)}: below {show(minimum)} s, the time a GPU node "
                 "takes from zero to a running job pod; such jobs fail waiting (gpu-ci: raise "

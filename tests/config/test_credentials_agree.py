@@ -1,6 +1,8 @@
-"""The spec and the policy pack agree on what a credential is: the pack keeps its own patterns (it imports
-nothing from infra/), so this test holds the two together. The spec may be stricter, never laxer: a value or
-a name the pack refuses in a plain CI variable is refused by the spec first, at its key."""
+"""The spec and the policy pack agree on what a credential is. A name's words are one definition
+(`policy/policies/definitions.py`), read in any case by the pack and upper-cased by the spec; the value shapes
+are each side's own (the spec also redacts them wherever text is shown), so this test holds the two together.
+The spec may be stricter, never laxer: a value or a name the pack refuses in a plain CI variable is refused by
+the spec first, at its key."""
 
 from __future__ import annotations
 

@@ -27,13 +27,12 @@ from infra.config.errors import SpecError
 from infra.config.gpu_operator import GpuOperatorSpec
 from infra.config.load import load_spec
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, PoolSpec
-from infra.model.checks import POLICY_MIN_POLL_TIMEOUT_SECONDS
 from infra.model.pools import DEVICE_PLUGIN_CONFIG_LABEL
 from infra.offline import policy_check
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.policy_check import analyzed, engine_props
 from infra.offline.stack_config import StackConfig
-from policy.policies import cluster_pools, runner_toml
+from policy.policies import cluster_pools, definitions, runner_toml
 from policy.policies import pack as pol
 from policy.policies.runner_release import is_runner_release
 
@@ -47,7 +46,7 @@ def test_the_pack_agrees_with_the_program_constants() -> None:
     assert cluster_pools.DEVICE_PLUGIN_CONFIG_LABEL == DEVICE_PLUGIN_CONFIG_LABEL
     assert GpuOperatorSpec().config_map == cluster_pools.DEFAULT_DEVICE_PLUGIN_CONFIG_MAP
     default_cold_start = PoolSpec(node_type="L4-1-24G", zone="fr-par-2").cold_start_minutes
-    assert 60 * default_cold_start == runner_toml.DEFAULT_MIN_POLL_TIMEOUT_SECONDS == POLICY_MIN_POLL_TIMEOUT_SECONDS
+    assert 60 * default_cold_start == definitions.DEFAULT_MIN_POLL_TIMEOUT_SECONDS
     for node in BUILTIN_NODE_TYPES.values():
         assert cluster_pools.is_gpu_pool(engine_props({"nodeType": node.name})) is node.is_gpu, node.name
 

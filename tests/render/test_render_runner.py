@@ -11,8 +11,8 @@ import yaml
 from support.paths import DATA
 
 from infra.model.platform import load_platform
+from infra.model.runners import CACHE_SECRET_NAME
 from infra.render.runner import (
-    CACHE_SECRET_NAME,
     render_runner_config,
     render_runner_values,
     runner_helm_values,

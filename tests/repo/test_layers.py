@@ -21,8 +21,10 @@ PURE = (
     "infra.capacity",
     "infra.catalog",
     "infra.graphs",
+    "policy.policies.definitions",
 )
-"""The pure core: no Pulumi import, so it runs anywhere (tests, the offline CLI) and derives before any resource."""
+"""The pure core: no Pulumi import, so it runs anywhere (tests, the offline CLI) and derives before any resource
+(the pack's rule definitions too: the spec's checks import them)."""
 
 
 MODULES = imports.modules()
@@ -53,6 +55,27 @@ def test_the_policy_pack_imports_nothing_from_infra() -> None:
         for name, deps in GRAPH.items()
         if name.startswith("policy") and any(dep.startswith("infra") for dep in deps)
     } == {}
+
+
+def test_the_program_imports_only_the_packs_rule_definitions() -> None:
+    """The spec's checks and recommend say the pack's verdicts from its rules' one definition
+    (`policy/policies/definitions.py`, pure); the rest of the pack, pulumi_policy and all, stays the pack's."""
+    imported = {
+        dep for name, deps in GRAPH.items() if name.startswith("infra") for dep in deps if dep.startswith("policy")
+    }
+    assert imported == {"policy", "policy.policies", "policy.policies.definitions"}  # the packages import nothing
+    assert GRAPH["policy"] == GRAPH["policy.policies"] == GRAPH["policy.policies.definitions"] == set()
+
+
+def test_components_take_rendered_text_and_call_no_renderer() -> None:
+    """Spec -> derive -> Platform -> renderers -> components: `build_platform` (infra/cloud/platform.py) renders,
+    and each component gets its text and its slice of the platform in its Args; a component imports no renderer."""
+    components = {name for name in GRAPH if name.startswith("infra.cloud.")} - {"infra.cloud.platform"}
+    assert len(components) > 5
+    assert {
+        name: deps for name in components if (deps := {d for d in GRAPH[name] if d.startswith("infra.render")})
+    } == {}
+    assert any(dep.startswith("infra.render.") for dep in GRAPH["infra.cloud.platform"])
 
 
 def test_the_pure_core_imports_no_pulumi() -> None:

@@ -11,6 +11,7 @@ from infra.config.ci import DEFAULT_REGISTRY_VARIABLE, DERIVED_VARIABLES
 from infra.config.credentials import credential_kind, credential_problem
 from infra.config.errors import Problem, Redacted, format_value, key_path
 from infra.config.platform import PlatformSpec
+from policy.policies import definitions as rules
 
 
 def job_problems(spec: PlatformSpec) -> list[Problem]:
@@ -133,15 +134,17 @@ def _sharing_trust_problems(spec: PlatformSpec) -> list[Problem]:
 
     NVIDIA's device plugin mounts the MPS daemon's pipe directory and a node-wide `/dev/shm` into every client:
     a job of any branch could read a protected job's shared memory, or tell the daemon to lift the limits."""
-    if spec.runner.access_level != "not_protected":
+    if rules.may_serve_mps(spec.runner.access_level):  # the pack's mps-pools-protected-runners, said at the key
         return []
     return [
         Problem(
             key_path("pools", name, "gpu_sharing", "strategy"),
             spec.pools[name].gpu_sharing.strategy,
             "shares the MPS daemon's pipe directory and a node-wide /dev/shm with every job on the GPU, and "
-            "runner.access_level=not_protected runs jobs of any branch there: they could read protected jobs' "
-            "shared memory or lift the MPS limits (set runner.access_level: ref_protected, or use time-slicing)",
+            f"runner.access_level={spec.runner.access_level} runs jobs of any branch there: they could read "
+            "protected jobs' shared memory or lift the MPS limits (set runner.access_level: "
+            f"{rules.MPS_ACCESS_LEVEL}, or use time-slicing)",
+            policy=rules.MPS_POOLS_PROTECTED_RUNNERS,
         )
         for name in spec.targeted_pools()
         if spec.pools[name].gpu_sharing.shares_host_ipc
