@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from support.paths import ROOT
+from support.paths import ROOT, TESTS
+
+ENGINE_TESTS = TESTS / "engine"
 
 if TYPE_CHECKING:
     from support.plans import PlanRun
@@ -41,6 +43,30 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     settings.reset_options()
     gc.freeze()
     gc.enable()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """tests/engine: each module one `xdist_group` (pyproject's `--dist loadgroup`), so a module's shared deployment
+    (one `up` read by several tests) runs once, in one worker, while two modules may run side by side; and all of
+    them skipped, for one reason, where the real engine is not built."""
+    from support.engine import NOT_BUILT, engine_built
+
+    built = engine_built()
+    for item in items:
+        if ENGINE_TESTS not in item.path.parents:
+            continue
+        item.add_marker(pytest.mark.xdist_group(f"engine-{item.path.stem}"))
+        if not built:
+            item.add_marker(pytest.mark.skip(reason=NOT_BUILT))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line, where the real engine is not built, saying why tests/engine was skipped (tests/engine/conftest.py)."""
+    from support.engine import NOT_BUILT
+
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if NOT_BUILT in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} skipped: {NOT_BUILT}")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +33,9 @@ PASSPHRASE = "engine-tests-passphrase"
 PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml", "infra", "policy")
 """What `pulumi up` needs of the project: the program, its project and stack files, the policy pack."""
 COMMAND_TIMEOUT = 600
+ANALYZER_LAUNCHER = ".engine-analyzer"
+POLICY_PACK = f"policy/{ANALYZER_LAUNCHER}"
+"""What `--policy-pack` names in the engine tests (see `EngineProject._write_analyzer_launcher`)."""
 
 
 def engine_built() -> bool:
@@ -55,7 +57,9 @@ class Result:
         return self.stdout + self.stderr
 
     def __str__(self) -> str:
-        return f"pulumi {' '.join(self.args)} -> {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        return (
+            f"pulumi {' '.join(self.args)} -> {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        )
 
 
 class EngineError(AssertionError):
@@ -91,6 +95,7 @@ class EngineProject:
         # pulumi-policy (requirements-dev.txt), as policy/requirements.txt asks.
         (self.project / "policy" / "venv").symlink_to(Path(sys.prefix), target_is_directory=True)
         self._write_doubles()
+        self._write_analyzer_launcher()
 
     def _write_doubles(self) -> None:
         """`pulumi-resource-<package>` on PATH: a launcher of the double with this interpreter."""
@@ -100,6 +105,28 @@ class EngineProject:
                 f'#!/bin/sh\nexec "{sys.executable}" "{DOUBLES / "provider.py"}" {package} "$@"\n', encoding="utf-8"
             )
             launcher.chmod(0o755)
+
+    def _write_analyzer_launcher(self) -> None:
+        """`policy/.engine-analyzer`: the policy pack as a binary analyzer (`--policy-pack policy/.engine-analyzer`).
+
+        The pinned engine runs a Python pack directory through the Python language host only (its RunPlugin:
+        `python -u -m pulumi.policy <engine> <pack dir>` in the pack's venv, from the pack's directory), and
+        that host cannot be built here. An executable given as `--policy-pack` the engine starts itself, with
+        the engine's address, and it reads `PulumiPolicy.yaml` beside it. This launcher hands that call to
+        Pulumi's own analyzer shim (`pulumi-analyzer-policy-python`, built into .engine/bin/) exactly as
+        engines before the language host called it: the engine's arguments, the pack directory, then each
+        runtime option of PulumiPolicy.yaml as `-name=value`, from the pack's directory."""
+        import yaml
+
+        policy = self.project / "policy"
+        runtime = yaml.safe_load((policy / "PulumiPolicy.yaml").read_text(encoding="utf-8"))["runtime"]
+        options = " ".join(f"-{k}={v}" for k, v in sorted((runtime.get("options") or {}).items()))
+        launcher = policy / ANALYZER_LAUNCHER
+        launcher.write_text(
+            f'#!/bin/sh\ncd "$(dirname "$0")" && exec pulumi-analyzer-policy-python "$@" . {options}\n',
+            encoding="utf-8",
+        )
+        launcher.chmod(0o755)
 
     @property
     def env(self) -> dict[str, str]:
@@ -193,5 +220,3 @@ class EngineProject:
 
     def stack_file(self) -> Path:
         return self.project / f"Pulumi.{self.stack}.yaml"
-
-

@@ -87,7 +87,7 @@ def masked(value: Any) -> Any:
 
 
 def _name(urn: str) -> str:
-    return urn.split("::")[-1]
+    return urn.rsplit("::", maxsplit=1)[-1]
 
 
 def _type(urn: str) -> str:
