@@ -12,6 +12,7 @@ credentials must be `secure:`, and every YAML, encoding or shape error is one `S
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,12 @@ from infra.config.errors import format_value
 from infra.documents import (
     MAX_SHOWN_NAME,
     STACK_FILE,
-    YAML_LOADER,
     DocumentError,
     check_yaml_events,
     printable,
     read_text,
 )
+from infra.offline.cli_yaml import CliNumberError, CliYamlLoader, as_the_cli_hands
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,7 +101,11 @@ def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None =
                 f"{path.name}:{lines.get(key, 1)}: {full_key} is a credential stored in plain text: remove it and "
                 f"run pulumi config set --secret {full_key} ..."
             )
-        values[full_key] = decoded
+        try:
+            decoded = as_the_cli_hands(decoded, full_key)
+        except CliNumberError as err:
+            raise StackFileError(f"{path.name}:{lines.get(key, 1)}: {err}") from None
+        values[full_key] = "" if decoded is None else decoded  # the CLI hands a key without a value as ""
         if has_secret:
             secret_keys.append(full_key)
     return StackConfig(project, stack, values, tuple(secret_keys))
@@ -114,7 +119,7 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         check_yaml_events(text, name, STACK_FILE)
     except DocumentError as err:
         raise StackFileError(str(err)) from None
-    loader = YAML_LOADER(text)
+    loader = CliYamlLoader(text)  # plain scalars typed as the Pulumi CLI types them (cli_yaml.py)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -156,6 +161,8 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
 
 
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_BASE_60 = re.compile(r"^[-+]?(?:[1-9][0-9_]*(?::[0-5]?[0-9])+|[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*)$")
+"""What YAML 1.1 reads as a sexagesimal integer (`8:00`, not `09:00`) or float (`1:30.5`)."""
 _MAX_NUMBER_TEXT = 100
 
 
@@ -166,7 +173,7 @@ def _read_otherwise(node: yaml.ScalarNode) -> str | None:
         return None
     if node.tag == "tag:yaml.org,2002:timestamp":
         return "a date"
-    if node.tag in _NUMBER_TAGS and ":" in node.value:
+    if _BASE_60.match(node.value):  # text to the CLI's YAML 1.2 (and so to CliYamlLoader): a number to YAML 1.1
         return "a base-60 number"
     return None
 
