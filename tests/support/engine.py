@@ -144,15 +144,15 @@ class EngineProject:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
-    def pulumi(self, *args: str, check: bool = True, stdin: str | None = None) -> Result:
-        """Run the CLI in the project; `preview` and `up` get a fresh language host (`--client`)."""
+    def pulumi(self, *args: str, check: bool = True, stdin: str | None = None, cwd: Path | None = None) -> Result:
+        """Run the CLI in the project (or `cwd`); `preview` and `up` get a fresh language host (`--client`)."""
         command = [str(PULUMI), *args, "--non-interactive"]
         with self._host(args[0] in {"preview", "up"}) as client:
             if client:
                 command += ["--client", client]
             done = subprocess.run(
                 command,
-                cwd=self.project,
+                cwd=cwd or self.project,
                 env=self.env,
                 input=stdin,
                 capture_output=True,
