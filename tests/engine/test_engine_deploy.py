@@ -10,7 +10,7 @@ inline runtime (tests/engine/doubles/language_host.py), which replaces only the 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,10 @@ class Deployment:
     up_again_records: list[dict[str, Any]]
     exported: Result
     outputs: Result
-    extra: dict[str, Any] = field(default_factory=dict)
+    program_run: dict[str, Any]
+    """The config the engine handed the program in the first preview (secrets masked by the language host)."""
+    cli_config: dict[str, Any]
+    """`pulumi config --json`: the CLI's reading of the same stack file."""
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +60,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
     config = load_stack_config("dev", path=project.stack_file())
     run = run_program(config)
     preview = project.pulumi("preview", "--json", "--policy-pack", POLICY_PACK, check=False)
+    (program_run,) = project.program_runs()
+    cli_config = project.pulumi("config", "--json").json()
     project.clear_records()
     up = project.pulumi("up", "--yes", "--skip-preview", "--policy-pack", POLICY_PACK)
     up_records = project.records()
@@ -78,6 +83,8 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
         up_again_records,
         exported,
         outputs,
+        program_run,
+        cli_config,
     )
 
 
@@ -260,3 +267,19 @@ def test_the_state_is_the_one_stack_export_shows(deployed: Deployment) -> None:
     assert len(state_files) == 1
     on_disk = json.loads(Path(state_files[0]).read_text(encoding="utf-8"))
     assert on_disk["checkpoint"]["latest"]["resources"] == deployed.exported.json()["deployment"]["resources"]
+
+
+def test_the_program_receives_the_config_pulumi_config_shows(deployed: Deployment) -> None:
+    """What makes `pulumi config --json` the CLI's reading in test_engine_stack_files.py: the same keys, values and
+    secret keys as the engine's Run request to the program, and platform's JSON the same object."""
+    run, cli = deployed.program_run, deployed.cli_config
+    assert run["dry_run"] is True
+    assert run["secret_keys"] == sorted(k for k, v in cli.items() if v["secret"])
+    assert set(run["config"]) == set(cli)
+    for key, value in run["config"].items():
+        if key in run["secret_keys"]:
+            continue
+        assert value == cli[key]["value"], key
+    assert json.loads(run["config"]["gpu-ci:platform"]) == load_stack_config(
+        "dev", path=deployed.project.stack_file()
+    ).get("platform")

@@ -141,6 +141,7 @@ class EngineProject:
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
             "GPU_CI_DOUBLES_RECORDS": str(self.records_dir),
+            "GPU_CI_HOST_RECORDS": str(self.records_dir),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
@@ -202,6 +203,10 @@ class EngineProject:
         for key, value in (secrets or {}).items():
             self.pulumi("config", "set", "--secret", key, "--stack", self.stack, stdin=value)
 
+    def program_runs(self) -> list[dict[str, Any]]:
+        """What the language host was asked to run: each Run's config (secrets as `[secret]`)."""
+        return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(self.records_dir.glob("run-*.json"))]
+
     def records(self, method: str | None = None, provider: str | None = None) -> list[dict[str, Any]]:
         """What the doubles received, in the order each process got it."""
         found = []
@@ -215,7 +220,7 @@ class EngineProject:
         return found
 
     def clear_records(self) -> None:
-        for path in self.records_dir.glob("*.jsonl"):
+        for path in [*self.records_dir.glob("*.jsonl"), *self.records_dir.glob("run-*.json")]:
             path.unlink()
 
     def stack_file(self) -> Path:

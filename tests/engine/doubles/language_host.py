@@ -11,19 +11,39 @@ program, the secrets manager, the state, the provider protocol and the policy an
 
 Run as `python language_host.py <project dir>`: it prints its port as the first line of stdout, serves
 until it is terminated, and is meant to serve one CLI command (a fresh process, a fresh program, each time).
+With `$GPU_CI_HOST_RECORDS` set, it writes there (`run-<pid>.json`) the config the engine handed the program,
+each secret value as `[secret]`, for tests to compare with the CLI's own reading (`pulumi config --json`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import sys
 from concurrent import futures
 from pathlib import Path
+from typing import Any
 
 import grpc
 from pulumi.automation._server import LanguageServer
 from pulumi.runtime.proto import language_pb2_grpc
+
+
+class RecordingLanguageServer(LanguageServer):
+    """Pulumi's inline runtime, which first notes the config of each Run request (secrets by name only)."""
+
+    def Run(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC method name
+        folder = os.environ.get("GPU_CI_HOST_RECORDS")
+        if folder:
+            secret = set(request.configSecretKeys)
+            record = {
+                "config": {k: "[secret]" if k in secret else v for k, v in sorted(request.config.items())},
+                "secret_keys": sorted(secret),
+                "dry_run": request.dryRun,
+            }
+            (Path(folder) / f"run-{os.getpid()}.json").write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
+        return super().Run(request, context)
 
 
 def main() -> None:
@@ -35,7 +55,7 @@ def main() -> None:
         runpy.run_path(str(project / "__main__.py"), run_name="__main__")
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageServer(program), server)
+    language_pb2_grpc.add_LanguageRuntimeServicer_to_server(RecordingLanguageServer(program), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
