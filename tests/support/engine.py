@@ -33,6 +33,8 @@ PASSPHRASE = "engine-tests-passphrase"
 PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml", "infra", "policy")
 """What `pulumi up` needs of the project: the program, its project and stack files, the policy pack."""
 COMMAND_TIMEOUT = 600
+STREAM_EVENTS = "PULUMI_ENABLE_STREAMING_JSON_PREVIEW"
+"""With `--json`, `preview` prints the engine's events as they come instead of one document at the end."""
 ANALYZER_LAUNCHER = ".engine-analyzer"
 POLICY_PACK = f"policy/{ANALYZER_LAUNCHER}"
 """What `--policy-pack` names in the engine tests (see `EngineProject._write_analyzer_launcher`)."""
@@ -145,7 +147,14 @@ class EngineProject:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
-    def pulumi(self, *args: str, check: bool = True, stdin: str | None = None, cwd: Path | None = None) -> Result:
+    def pulumi(
+        self,
+        *args: str,
+        check: bool = True,
+        stdin: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Result:
         """Run the CLI in the project (or `cwd`); `preview` and `up` get a fresh language host (`--client`)."""
         command = [str(PULUMI), *args, "--non-interactive"]
         with self._host(args[0] in {"preview", "up"}) as client:
@@ -154,7 +163,7 @@ class EngineProject:
             done = subprocess.run(
                 command,
                 cwd=cwd or self.project,
-                env=self.env,
+                env={**self.env, **(env or {})},
                 input=stdin,
                 capture_output=True,
                 text=True,
@@ -196,6 +205,20 @@ class EngineProject:
                 host.kill()
                 out, err = host.communicate()
             self.transcript.append(Result(("(language host)",), host.returncode or 0, out, err))
+
+    def set_platform(self, platform: dict[str, Any]) -> None:
+        """The stack file with another `gpu-ci:platform` (its other keys kept; its comments are not)."""
+        import yaml
+
+        document = yaml.safe_load(self.stack_file().read_text(encoding="utf-8"))
+        document["config"]["gpu-ci:platform"] = platform
+        self.stack_file().write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+
+    def preview_events(self, *args: str) -> tuple[Result, list[dict[str, Any]]]:
+        """`pulumi preview --json` with the engine's events streamed (one JSON object a line: `policyEvent`,
+        `resourcePreEvent`, `summaryEvent`, ...), and those events."""
+        result = self.pulumi("preview", "--json", *args, check=False, env={STREAM_EVENTS: "true"})
+        return result, [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
     def init_stack(self, secrets: dict[str, str] | None = None) -> None:
         """`pulumi stack init` with the passphrase provider, then each secret set with `config set --secret`."""
