@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line, where the real engine is not built, saying why tests/engine was skipped (tests/engine/conftest.py)."""
+    """One line, where the real engine is not built, saying why tests/engine was skipped (see the hook above)."""
     from support.engine import NOT_BUILT
 
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if NOT_BUILT in str(r.longrepr)]

@@ -3,8 +3,8 @@ nothing, and what the state, the outputs and every command's output hold of the 
 
 One deployment, shared: the module fixture runs the commands once, in order, and each test reads what one
 of them returned. The engine, the CLI, its stack config and secrets, the state and the policy analyzer are
-real; the providers are doubles (tests/engine/doubles/provider.py) and the language host is the SDK's
-inline runtime (tests/engine/doubles/language_host.py), which replaces only the Go host's process launch.
+real; the providers are doubles (tests/support/doubles/provider.py) and the language host is the SDK's
+inline runtime (tests/support/doubles/language_host.py), which replaces only the Go host's process launch.
 """
 
 from __future__ import annotations

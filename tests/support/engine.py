@@ -1,6 +1,6 @@
 """The real Pulumi engine, run on a fresh copy of the project: the CLI that scripts/engine/build builds, a
 local file backend with a passphrase, the provider doubles on PATH, and the SDK's inline language runtime
-(tests/engine/doubles/language_host.py) serving each `preview` and `up`.
+(tests/support/doubles/language_host.py) serving each `preview` and `up`.
 
 Nothing here reaches a network: automatic plugin downloads are off, the update check is off, and the
 environment the CLI gets is built from scratch (a HOME and PULUMI_HOME of its own, nothing inherited but
@@ -24,9 +24,9 @@ from support.paths import ROOT
 
 ENGINE_BIN = ROOT / ".engine" / "bin"
 PULUMI = ENGINE_BIN / "pulumi"
-DOUBLES = ROOT / "tests" / "engine" / "doubles"
+DOUBLES = ROOT / "tests" / "support" / "doubles"
 PROVIDERS = ("scaleway", "kubernetes", "gitlab")
-"""The packages the program uses, each served by a double (tests/engine/doubles/provider.py)."""
+"""The packages the program uses, each served by a double (tests/support/doubles/provider.py)."""
 
 NOT_BUILT = "the real Pulumi engine is not built here (scripts/engine/build, needs Go): tests/engine skipped"
 PASSPHRASE = "engine-tests-passphrase"
@@ -109,7 +109,7 @@ class EngineProject:
             launcher.chmod(0o755)
 
     def _write_analyzer_launcher(self) -> None:
-        """`policy/.engine-analyzer`: the policy pack as a binary analyzer (`--policy-pack policy/.engine-analyzer`).
+        """`.engine-analyzer` in the copy's policy/: the pack as a binary analyzer (`--policy-pack POLICY_PACK`).
 
         The pinned engine runs a Python pack directory through the Python language host only (its RunPlugin:
         `python -u -m pulumi.policy <engine> <pack dir>` in the pack's venv, from the pack's directory), and

@@ -11,8 +11,8 @@ definition for both:
 - Diff reports the top-level inputs that changed, never a replacement: replacements come from the engine
   and the program's resource options, not from rules invented here;
 - Create returns the mocks' id and outputs (in a preview: no id, and the computed outputs unknown, as a
-  provider that learns them from the cloud answers); Update recomputes them; Read returns the state it is
-  given; Delete forgets;
+  provider that learns them from the cloud answers); Update recomputes them (in a preview it keeps the old
+  state's); Read returns the state it is given; Delete forgets;
 - Invoke answers the mocks' data sources and refuses any other token.
 
 Each call is recorded as one JSON line in `$GPU_CI_DOUBLES_RECORDS/<package>-<pid>.jsonl`, secrets as the
@@ -190,8 +190,9 @@ class ProviderDouble(provider_pb2_grpc.ResourceProviderServicer):
         news = to_dict(request.news)
         self.record("Update", urn=request.urn, type=_type(request.urn), news=masked(news), preview=request.preview)
         _, outputs = self._outputs(request.urn, news, request.id)
-        if request.preview:
-            computed = {k: rpc.UNKNOWN for k in outputs if k not in news}
+        if request.preview:  # what the cloud computed keeps its value (an update in place changes no id or token)
+            olds = to_dict(request.olds)
+            computed = {k: olds.get(k, rpc.UNKNOWN) for k in outputs if k not in news}
             return provider_pb2.UpdateResponse(properties=to_struct({**news, **computed}))
         return provider_pb2.UpdateResponse(properties=to_struct(outputs))
 
