@@ -210,24 +210,26 @@ def test_no_perpetual_diff(deployed: Deployment) -> None:
     assert not [r for r in deployed.up_again_records if r["method"] == "Diff" and r["changed"]]
 
 
-def _everything_written(deployed: Deployment) -> dict[str, str]:
+def _everything_written(project: EngineProject) -> dict[str, str]:
     """Every file the engine wrote (state, history, backups, the stack file) and everything any command
     printed (the language host's and the doubles' records included)."""
     written = {}
-    for folder in (deployed.project.state, deployed.project.records_dir, deployed.project.workdir / "home"):
+    for folder in (project.state, project.records_dir, project.workdir / "home"):
         for path in folder.rglob("*"):
             if path.is_file() and not path.is_symlink():
                 written[str(path)] = path.read_text(encoding="utf-8", errors="replace")
-    written[str(deployed.project.stack_file())] = deployed.project.stack_file().read_text(encoding="utf-8")
-    for index, result in enumerate(deployed.project.transcript):
+    written[str(project.stack_file())] = project.stack_file().read_text(encoding="utf-8")
+    for index, result in enumerate(project.transcript):
         written[f"command {index}: pulumi {' '.join(result.args)}"] = result.output
     return written
 
 
-def _provider_secrets(deployed: Deployment) -> list[str]:
+def _provider_secrets(project: EngineProject) -> list[str]:
     """Secrets the doubles computed (what a provider returns and the SDK marks secret): runner tokens, the
-    kubeconfig and its admin token, as the state holds them once decrypted."""
-    shown = deployed.project.pulumi("stack", "export", "--show-secrets").json()
+    kubeconfig and its admin token, as the state holds them once decrypted. (The command that shows them is not
+    in the project's transcript.)"""
+    shown = project.pulumi("stack", "export", "--show-secrets").json()
+    project.transcript.pop()
     found = []
     for resource in shown["deployment"]["resources"]:
         outputs = resource.get("outputs", {})
@@ -236,6 +238,9 @@ def _provider_secrets(deployed: Deployment) -> list[str]:
         if resource["type"] == "scaleway:kubernetes/cluster:Cluster":
             kubeconfig = _plain(outputs["kubeconfigs"])[0]
             found += [kubeconfig["configFile"], kubeconfig["token"]]
+    assert found and all(
+        s.startswith((MOCK_RUNNER_TOKEN_PREFIX, MOCK_KUBECONFIG_PREFIX, "mock-admin-token-")) for s in found
+    )
     return found
 
 
@@ -245,21 +250,40 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def test_no_secret_in_the_clear(deployed: Deployment) -> None:
-    provider_secrets = _provider_secrets(deployed)
-    assert provider_secrets and all(
-        s.startswith((MOCK_RUNNER_TOKEN_PREFIX, MOCK_KUBECONFIG_PREFIX, "mock-admin-token-")) for s in provider_secrets
-    )
-    written = _everything_written(deployed)
-    written.pop(next(k for k in reversed(list(written)) if "--show-secrets" in k))  # the one asked to show them
-    leaks = {
-        where: secret
-        for where, text in written.items()
-        for secret in [*SECRETS.values(), *provider_secrets]
-        if secret in text
+def _leaks(project: EngineProject, secrets: list[str]) -> dict[str, str]:
+    return {
+        where: secret for where, text in _everything_written(project).items() for secret in secrets if secret in text
     }
-    assert leaks == {}
+
+
+def test_no_secret_in_the_clear(deployed: Deployment) -> None:
+    assert _leaks(deployed.project, [*SECRETS.values(), *_provider_secrets(deployed.project)]) == {}
     assert json.loads(deployed.outputs.stdout)["kubeconfig"] == "[secret]"
+
+
+EVERY_SECRET = {
+    **SECRETS,
+    "runner_cache_access_key": "SCWENGINETESTCACHE00",
+    "runner_cache_secret_key": "engine-test-cache-secret-5d7a",
+    "wandb_api_key": "engine-test-wandb-key-0c3e",
+}
+"""The dev stack's secrets and every other one the spec can name: the runner cache's keys, a secret CI variable."""
+
+
+def test_no_secret_the_spec_can_name_is_in_the_clear(tmp_path: Path) -> None:
+    project = EngineProject(tmp_path)
+    platform = load_stack_config("dev", path=project.stack_file()).get("platform")
+    platform["runner"]["cache"] = {"bucket": "gpu-ci-runner-cache"}
+    platform["ci"]["variables"] = {"WANDB_API_KEY": {"secret": "wandb_api_key"}}
+    project.set_platform(platform)
+    project.init_stack(EVERY_SECRET)
+    project.pulumi("up", "--yes", "--skip-preview")
+    project.pulumi("preview", "--diff", "--expect-no-changes")
+    project.pulumi("stack", "export")
+    project.pulumi("stack", "output", "--json")
+    variables = [r for r in project.records("Create") if r["type"] == "gitlab:index/projectVariable:ProjectVariable"]
+    assert {r["inputs"]["key"]: r["inputs"]["value"] for r in variables}["WANDB_API_KEY"] == "[secret]"
+    assert _leaks(project, [*EVERY_SECRET.values(), *_provider_secrets(project)]) == {}
 
 
 def test_the_state_is_the_one_stack_export_shows(deployed: Deployment) -> None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from support.paths import ROOT
 
 ENGINE_BIN = ROOT / ".engine" / "bin"
@@ -118,8 +120,6 @@ class EngineProject:
         Pulumi's own analyzer shim (`pulumi-analyzer-policy-python`, built into .engine/bin/) exactly as
         engines before the language host called it: the engine's arguments, the pack directory, then each
         runtime option of PulumiPolicy.yaml as `-name=value`, from the pack's directory."""
-        import yaml
-
         policy = self.project / "policy"
         runtime = yaml.safe_load((policy / "PulumiPolicy.yaml").read_text(encoding="utf-8"))["runtime"]
         options = " ".join(f"-{k}={v}" for k, v in sorted((runtime.get("options") or {}).items()))
@@ -208,8 +208,6 @@ class EngineProject:
 
     def set_platform(self, platform: dict[str, Any]) -> None:
         """The stack file with another `gpu-ci:platform` (its other keys kept; its comments are not)."""
-        import yaml
-
         document = yaml.safe_load(self.stack_file().read_text(encoding="utf-8"))
         document["config"]["gpu-ci:platform"] = platform
         self.stack_file().write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
