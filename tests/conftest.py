@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from support.paths import ROOT
+from support.paths import ROOT, TESTS
+
+ENGINE_TESTS = TESTS / "engine"
 
 if TYPE_CHECKING:
     from support.plans import PlanRun
@@ -46,6 +48,36 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     settings.reset_options()
     gc.freeze()
     gc.enable()
+
+
+ENGINE_TIMEOUT = 900
+"""Seconds a test of tests/engine may take, setup included (the stack-file corpus: some 200 CLI runs)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """tests/engine: each module one `xdist_group` (pyproject's `--dist loadgroup`), so a module's shared deployment
+    (one `up` read by several tests) runs once, in one worker, while two modules may run side by side; and all of
+    them skipped, for one reason, where the real engine is not built. Their budget is their own (ENGINE_TIMEOUT,
+    not the suite's minute): a module's first test pays for its shared deployments, many CLI runs."""
+    from support.engine import NOT_BUILT, engine_built
+
+    built = engine_built()
+    for item in items:
+        if ENGINE_TESTS not in item.path.parents:
+            continue
+        item.add_marker(pytest.mark.xdist_group(f"engine-{item.path.stem}"))
+        item.add_marker(pytest.mark.timeout(ENGINE_TIMEOUT))
+        if not built:
+            item.add_marker(pytest.mark.skip(reason=NOT_BUILT))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line, where the real engine is not built, saying why tests/engine was skipped (see the hook above)."""
+    from support.engine import NOT_BUILT
+
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if NOT_BUILT in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} skipped: {NOT_BUILT}")
 
 
 @pytest.fixture(autouse=True)

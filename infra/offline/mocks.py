@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime import rpc
+from pulumi.runtime import rpc, settings
 
 from infra.cloud.names import COMPONENT_PREFIX, T
+
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 
 OutputsFn = Callable[[pulumi_mocks.MockResourceArgs, str], dict[str, Any]]
 
@@ -309,6 +311,16 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN as the engine makes it (`urn.New`): the parent's whole type chain before the type, except the
+        root stack's. (The SDK's MockMonitor writes `pulumi:pulumi:Stack$` into every top-level resource's URN
+        and only the last type of a deeper parent's chain: URNs the real state never has.)"""
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != ROOT_STACK_TYPE:
+                type_ = f"{parent_type}${type_}"
+        return "urn:pulumi:" + "::".join([settings.get_stack(), settings.get_project(), type_, name])
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         response = super().RegisterResource(request)

@@ -24,11 +24,11 @@ from infra.config.errors import format_value
 from infra.documents import (
     MAX_SHOWN_NAME,
     STACK_FILE,
-    YAML_LOADER,
     DocumentError,
     check_yaml_events,
     read_text,
 )
+from infra.offline.cli_yaml import CliNumberError, CliYamlLoader, as_the_cli_hands
 from infra.untrusted import printable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +107,11 @@ def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None =
                 f"{path.name}:{lines.get(key, 1)}: {full_key} is a credential stored in plain text: remove it and "
                 f"run pulumi config set --secret {full_key} ..."
             )
-        values[full_key] = decoded
+        try:
+            decoded = as_the_cli_hands(decoded, full_key)
+        except CliNumberError as err:
+            raise StackFileError(f"{path.name}:{lines.get(key, 1)}: {err}") from None
+        values[full_key] = "" if decoded is None else decoded  # the CLI hands a key without a value as ""
         if has_secret:
             secret_keys.append(full_key)
     return StackConfig(project, stack, values, tuple(secret_keys))
@@ -121,7 +125,7 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         check_yaml_events(text, name, STACK_FILE)
     except DocumentError as err:
         raise StackFileError(str(err)) from None
-    loader = YAML_LOADER(text)
+    loader = CliYamlLoader(text)  # plain scalars typed as the Pulumi CLI types them (cli_yaml.py)
     try:
         root = loader.get_single_node()
         if root is None:
@@ -155,44 +159,40 @@ def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
         for key_node, _ in config_node.value
         if isinstance(key_node, yaml.ScalarNode)
     }
-    for key in config:
-        if not isinstance(key, str) or not key or key.count(":") > 1 or key.startswith(":") or key.endswith(":"):
-            line = lines.get(str(key)[:100], config_node.start_mark.line + 1)
-            raise StackFileError(f"{name}:{line}: config key {format_value(key)} is not a key like gpu-ci:platform")
+    _check_config_keys(name, config, config_node, lines)
     return config, lines
 
 
+def _check_config_keys(name: str, config: dict[Any, Any], node: yaml.MappingNode, lines: dict[str, int]) -> None:
+    """Every key of `config:` is text of the form `namespace:key` (or a short `key`), as the CLI requires."""
+    for key_node, _ in node.value:  # a key YAML reads as other than text the CLI refuses (no namespace:key)
+        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:str":
+            line = key_node.start_mark.line + 1
+            raise StackFileError(
+                f"{name}:{line}: config key {printable(key_node.value, 100)} is not a key like gpu-ci:platform"
+            )
+    for key in config:
+        if not isinstance(key, str) or not key or key.count(":") > 1 or key.startswith(":") or key.endswith(":"):
+            line = lines.get(str(key)[:100], node.start_mark.line + 1)
+            raise StackFileError(f"{name}:{line}: config key {format_value(key)} is not a key like gpu-ci:platform")
+
+
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_BASE_60 = re.compile(r"^[-+]?(?:[1-9][0-9_]*(?::[0-5]?[0-9])+|[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*)$")
+"""What YAML 1.1 reads as a sexagesimal integer (`8:00`, not `09:00`) or float (`1:30.5`)."""
 _MAX_NUMBER_TEXT = 100
 
 
-_YAML_1_2_NUMBER = re.compile(
-    r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?0[oObBxX][0-9a-fA-F]+|[-+]?\.(?:inf|Inf|INF)"
-)
-"""A number in YAML 1.2 (underscores aside), which Pulumi's Go reader follows: `1e3`, `-.5`, `0o17`, `08` are
-numbers there and text to PyYAML's YAML 1.1."""
-_YAML_1_1_BOOLEANS = frozenset(
-    word for base in ("yes", "no", "on", "off", "y", "n") for word in (base, base.capitalize(), base.upper())
-)
-"""Booleans of YAML 1.1 only (`yes`, `on`, `n`...): text in YAML 1.2; Go's yaml.v2 still takes `y` and `n`."""
-
-
 def _read_otherwise(node: yaml.ScalarNode) -> tuple[str, str] | None:
-    """How PyYAML (YAML 1.1) and Pulumi's reader (YAML 1.2) read a plain scalar apart, or None: a time `8:00`
-    is the base-60 number 480 here, a date a timestamp, `yes` a boolean, all text there; `1e3` and `0o17` are
-    text here and numbers there. Quoted, each is text to both."""
+    """A plain scalar a YAML 1.1 reader (PyYAML, older tools) reads otherwise than Pulumi's YAML 1.2, where the
+    loader does not simply follow the CLI (cli_yaml.py): a time `8:00` is the base-60 number 480 there, a date a
+    timestamp, both text to the CLI; refused, so the file means one thing to every reader. Quoted, each is text."""
     if node.style:  # quoted or a block scalar: text (libyaml says '' for plain, PyYAML None)
         return None
     if node.tag == "tag:yaml.org,2002:timestamp":
         return "a date", "text by Pulumi"
-    if node.tag in _NUMBER_TAGS and ":" in node.value:
+    if _BASE_60.match(node.value):  # text to the CLI's YAML 1.2 (and so to CliYamlLoader): a number to YAML 1.1
         return "a base-60 number", "text by Pulumi"
-    if node.tag == "tag:yaml.org,2002:bool" and node.value in _YAML_1_1_BOOLEANS:
-        return "a boolean", "text by Pulumi"
-    if node.tag == "tag:yaml.org,2002:str" and node.value in _YAML_1_1_BOOLEANS:
-        return "text", "a boolean by Go's yaml.v2 (older Pulumi)"
-    if node.tag == "tag:yaml.org,2002:str" and _YAML_1_2_NUMBER.fullmatch(node.value.replace("_", "")):
-        return "text", "a number by Pulumi"
     return None
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from infra.documents import STACK_FILE, DocumentError, check_yaml_events, read_text
+from infra.offline.cli_yaml import CliYamlLoader
 from infra.offline.stack_config import StackFileError, load_stack_config
 
 Change = tuple[tuple[str, ...], object]
@@ -116,11 +117,16 @@ def section_text(text: str, name: str, project: str, key: str) -> str:
 
 
 def flow(value: object) -> str:
-    """`value` as one line of flow-style YAML that reads back (as PyYAML reads it) as `value`."""
+    """`value` as one line of flow-style YAML that reads back (as the stack-file loader reads it) as `value`."""
     text = _flow(value)
-    if yaml.safe_load(text) != value:
+    if _read(text) != value:
         raise EditError(f"{value!r} cannot be written as a YAML value that reads back as itself")
     return text
+
+
+def _read(text: str) -> object:
+    """A value as the stack-file loader (and so the Pulumi CLI) reads it: `yes` and `1e3` differ from PyYAML's."""
+    return yaml.load(text, Loader=CliYamlLoader)
 
 
 def _flow(value: object) -> str:
@@ -131,7 +137,7 @@ def _flow(value: object) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        plain = _PLAIN.fullmatch(value) and yaml.safe_load(value) == value
+        plain = _PLAIN.fullmatch(value) and _read(value) == value
         return value if plain else _quoted(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_flow(item) for item in value) + "]"

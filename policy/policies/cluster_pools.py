@@ -165,6 +165,10 @@ def gpu_pool_config_exists(args: StackValidationArgs, report_violation: ReportVi
         for r in args.resources
         if r.resource_type == CONFIG_MAP_TYPE and known(r.props, "metadata", "name") == config_map
     ]
+    if not maps and any(r.resource_type == CONFIG_MAP_TYPE and not known(r.props, "metadata") for r in args.resources):
+        # A ConfigMap whose state is not known yet: in a preview before its cluster exists the engine hides the
+        # state of every resource whose provider it cannot configure (a kubeconfig still unknown). Not judged.
+        return
     keys = {key for r in maps for key in (known(r.props, "data") or {})}
     pattern = str(config_value(args, "gpu_node_type_pattern", DEFAULT_GPU_NODE_TYPE_PATTERN))
     for pool in args.resources:

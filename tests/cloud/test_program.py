@@ -197,7 +197,7 @@ def test_cost_is_exported(dev_run: ProgramRun) -> None:
 
 _OLD = "urn:pulumi:dev::gpu-ci::gpu-ci:infra:GitlabRunner$"
 SINGLE_RUNNER_LAYOUT = {
-    "urn:pulumi:dev::gpu-ci::pulumi:pulumi:Stack$gpu-ci:infra:GitlabRunner::runner": None,
+    "urn:pulumi:dev::gpu-ci::gpu-ci:infra:GitlabRunner::runner": None,
     f"{_OLD}gitlab:index/userRunner:UserRunner::runner-registration": None,
     f"{_OLD}kubernetes:core/v1:Namespace::runner-namespace": "gitlab-runner",
     f"{_OLD}kubernetes:core/v1:Secret::runner-registry-pull": "registry-pull",

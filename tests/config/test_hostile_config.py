@@ -16,6 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.paths import ROOT
+from support.stack_files import BROKEN, StackFile
 
 from infra.__main__ import main as cli_main
 from infra.capacity import MANAGER_MEMORY_REQUEST
@@ -197,58 +198,16 @@ def _plan(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str
     return code, capsys.readouterr().err.splitlines()
 
 
-@pytest.mark.parametrize(
-    ("content", "expected"),
-    [
-        (b"config:\n  gpu-ci:platform: {a: 1\n", "error: stack.yaml:3: not valid YAML: "),
-        (b"- 1\n- 2\n", "error: stack.yaml:1: must be a mapping with a config: key, not list"),
-        (b"config: [1, 2]\n", "error: stack.yaml:1: config must be a mapping of keys to values, not list"),
-        (b'config:\n  x: "\xff\xfe"\n', "error: stack.yaml:2: not UTF-8 text (byte 0xff)"),
-        (b"config:\n  gpu-ci:x: 1\n  gpu-ci:x: 2\n", "error: stack.yaml:3: duplicate key 'gpu-ci:x'"),
-        (b"config:\n  gpu-ci:x: " + b"9" * 5000 + b"\n", "error: stack.yaml:2: a number of 5000 characters"),
-        (b"config: &a\n  x: *a\n", "error: stack.yaml:2: a recursive or undefined alias *a"),
-        (b"config:\n  x: " + b"[" * 100 + b"]" * 100 + b"\n", "error: stack.yaml:2: nested more than 64 levels deep"),
-        (
-            b"config:\n  gitlab:token: glpat-abcdefabcdef\n",
-            "error: stack.yaml:2: gitlab:token is a credential stored in plain text",
-        ),
-        (b"config:\n  1: 2\n", "error: stack.yaml:2: config key 1 is not a key like gpu-ci:platform"),
-        (b'config:\n  x: "a\x00b"\n', "error: stack.yaml:2: not a readable stack file: control characters"),
-        (
-            b"config:\n  gpu-ci:platform:\n    x: {from: 8:00}\n",
-            "error: stack.yaml:3: 8:00 at config.gpu-ci:platform.x.from unquoted is read as a base-60 number here and "
-            "as text by Pulumi: quote it",
-        ),
-        (
-            b"config:\n  gpu-ci:platform:\n    days: 2024-01-01\n",
-            "error: stack.yaml:3: 2024-01-01 at config.gpu-ci:platform.days unquoted is read as a date here and as "
-            "text by Pulumi: quote it",
-        ),
-    ],
-    ids=[
-        "syntax",
-        "top-level-list",
-        "config-list",
-        "not-utf8",
-        "duplicate",
-        "huge-int",
-        "recursive",
-        "deep",
-        "token",
-        "key",
-        "control-character",
-        "base-60-time",
-        "date",
-    ],
-)
+@pytest.mark.parametrize("case", [c for c in BROKEN if c.offline_error], ids=lambda c: c.id)
 def test_a_broken_stack_file_is_one_error_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expected: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: StackFile
 ) -> None:
+    """The corpus's broken files (tests/support/stack_files.py; the real CLI reads them too: tests/engine)."""
     path = tmp_path / "stack.yaml"
-    path.write_bytes(content)
+    path.write_bytes(case.content)
     code, err = _plan(path, capsys)
     assert code == 2
-    assert len(err) == 1 and err[0].startswith(expected), err
+    assert len(err) == 1 and err[0].startswith(f"error: stack.yaml:{case.offline_error}"), err
 
 
 def test_an_alias_bomb_and_a_huge_file_and_a_directory_are_refused_at_once(

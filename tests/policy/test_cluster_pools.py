@@ -171,3 +171,13 @@ def test_a_missing_config_map_fails() -> None:
     resources = [r for r in sharing_stack() if r.resource_type != CONFIG_MAP]
     (found,) = violations(pol.gpu_pool_config_exists, StackValidationArgs(resources))
     assert found.endswith("is not a key of the device-plugin ConfigMap 'sharing' (no such ConfigMap is in the stack)")
+
+
+def test_a_config_map_whose_state_is_not_known_yet_is_not_judged() -> None:
+    """A first preview, before the cluster exists: the engine hands the stack rules no state for resources whose
+    provider it cannot configure (the kubeconfig is unknown), so the ConfigMap has no props at all."""
+    resources = [
+        stack_resource(CONFIG_MAP, "gpu-sharing-config", {}) if r.resource_type == CONFIG_MAP else r
+        for r in sharing_stack()
+    ]
+    assert violations(pol.gpu_pool_config_exists, StackValidationArgs(resources)) == []

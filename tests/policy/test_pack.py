@@ -20,7 +20,18 @@ import pytest
 import tomli_w
 import yaml
 from support import requirements
-from support.policy import BUCKET, CLUSTER, CONFIG_MAP, NAMESPACE, POLICY_DIR, POOL, PROJECT_VARIABLE, RELEASE
+from support.policy import (
+    BUCKET,
+    CLUSTER,
+    CONFIG_MAP,
+    NAMESPACE,
+    PACK_REFUSALS,
+    PACK_SECRETS,
+    POLICY_DIR,
+    POOL,
+    PROJECT_VARIABLE,
+    RELEASE,
+)
 
 from infra.catalog import BUILTIN_NODE_TYPES
 from infra.config.errors import SpecError
@@ -128,35 +139,11 @@ def test_the_dev_stack_with_a_cache_and_a_secret_variable_passes_every_rule(
     assert policy_report(run) == []
 
 
-def _min_size_one(p: dict[str, Any]) -> None:
-    p["pools"]["ci-training"]["min_size"] = 1
-
-
-def _fixed_gpu_pool(p: dict[str, Any]) -> None:
-    p["pools"]["ci-training"].update(min_size=1, max_size=1, autoscaling=False)
-
-
-def _public_registry(p: dict[str, Any]) -> None:
-    p["registry"]["is_public"] = True
-
-
-def _fast_cold_start(p: dict[str, Any]) -> None:
-    for name in ("ci-compile", "ci-training"):
-        p["pools"][name]["cold_start_minutes"] = 3
-    p["runner"]["poll_timeout_margin_minutes"] = 1
-    p["runner"]["node_wait_tolerance"] = "8m"  # 3 attempts of 4 min: (8 + 3 + 1) / 3
-
-
-def _unmasked_secret(p: dict[str, Any]) -> None:
-    # a token as a plain value is refused by the spec itself (platform.ci.variables: use secret:)
-    p["ci"]["variables"] = {"HF_TOKEN": {"secret": "hf_token", "masked": False}}
-
-
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
         (
-            _min_size_one,
+            PACK_REFUSALS["gpu-min-size-1"],
             [
                 (
                     "gpu-pool-scales-to-zero",
@@ -166,7 +153,7 @@ def _unmasked_secret(p: dict[str, Any]) -> None:
             ],
         ),
         (
-            _fixed_gpu_pool,
+            PACK_REFUSALS["fixed-gpu-pool"],
             [
                 (
                     "gpu-pool-scales-to-zero",
@@ -182,11 +169,11 @@ def _unmasked_secret(p: dict[str, Any]) -> None:
             ],
         ),
         (
-            _public_registry,
+            PACK_REFUSALS["public-registry"],
             [("registry-namespace-private", "registry-namespace", "registry namespace 'gpu-ci': isPublic=True")],
         ),
         (
-            _fast_cold_start,
+            PACK_REFUSALS["short-poll"],
             [
                 (
                     "runner-poll-timeout-covers-cold-start",
@@ -203,7 +190,7 @@ def _unmasked_secret(p: dict[str, Any]) -> None:
             ],
         ),
         (
-            _unmasked_secret,
+            PACK_REFUSALS["unmasked-secret"],
             [
                 (
                     "ci-secret-variables-masked",
@@ -221,7 +208,9 @@ def test_what_the_pack_refuses_the_spec_says_at_the_key(
     """Valid for the spec (the program registers it), refused by the pack with its default config: the spec
     warns at the key (so `plan` shows it and, with the pack's verdict, exits 1), and the pack refuses."""
     edit(dev_platform)
-    run = run_program(dev_stack.with_values({"platform": dev_platform, "hf_token": "x"}, secret_keys=("hf_token",)))
+    run = run_program(
+        dev_stack.with_values({"platform": dev_platform, **PACK_SECRETS}, secret_keys=tuple(PACK_SECRETS))
+    )
     found = sorted(policy_report(run))  # registration order depends on the event loop
     expected = sorted(expected)
     assert [(p, r) for p, r, _ in found] == [(p, r) for p, r, _ in expected]
@@ -249,7 +238,7 @@ def test_an_unprotected_cluster_cannot_be_asked_for(dev_platform: dict[str, Any]
 def test_the_policy_config_can_allow_an_always_on_gpu_pool(
     dev_stack: StackConfig, dev_platform: dict[str, Any]
 ) -> None:
-    _min_size_one(dev_platform)
+    PACK_REFUSALS["gpu-min-size-1"](dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform}))
     config = {"gpu-pool-scales-to-zero": {"always_on_pools": ["ci-training"]}}
     assert policy_report(run, config) == []

@@ -115,8 +115,10 @@ TEST_FOLDERS = {
     "workload",
     "policy",
     "repo",
+    "engine",
 }
-"""tests/<folder>/ per layer of infra/ (plus the policy pack and this repository's own rules); tests of the
+"""tests/<folder>/ per layer of infra/ (plus the policy pack, this repository's own rules and the real engine's
+tests); tests of the
 top-level modules (capacity, catalog, quantity, gitlab_api) sit in tests/ itself."""
 
 
@@ -138,6 +140,6 @@ def test_tests_mirror_the_layout_and_their_helpers_live_in_support() -> None:
         elif relative.parts[0] not in TEST_FOLDERS or len(relative.parts) > 2:
             misplaced.append(f"{relative}: not in a layer's folder")
     assert misplaced == []
-    assert {f for f in TEST_FOLDERS - {"policy", "repo"} if not (ROOT / "infra" / f).is_dir()} == set()
+    assert {f for f in TEST_FOLDERS - {"policy", "repo", "engine"} if not (ROOT / "infra" / f).is_dir()} == set()
     names = [p.name for p in files if p.name.startswith("test_")]
     assert len(names) == len(set(names))  # pytest's rootdir import mode needs unique basenames

@@ -236,7 +236,7 @@ def test_up_stops_before_pulumi_up_on_a_pool_replacement(up_repo: tuple[Path, di
     repo, env = up_repo
     result, calls = _run_up(repo, env, "pool-node-type-change")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "error: the plan replaces Kapsule pool 'kapsule-ci-training' (because of nodeType)" in result.stderr
+    assert "error: the plan replaces Kapsule pool 'kapsule-ci-training' (because of id)" in result.stderr
     assert [line.split()[0] for line in calls.splitlines()] == ["login", "preview"]  # never `up`
 
 

@@ -1,5 +1,7 @@
-"""The replacement guard (`python -m infra guard-replacements`) on `pulumi preview --json` documents of the
-engine's shape (tests/data/preview/: steps with op, urn, old/new state and replaceReasons)."""
+"""The replacement guard (`python -m infra guard-replacements`) on `pulumi preview --json` documents the real engine
+printed (tests/data/preview/, written by tests/engine/test_engine_review.py: steps with op, urn, old/new state and
+replaceReasons). There the engine replaces what it is told to (`--replace`: reason `id`); a field the real provider
+replaces on is its Diff's to say (reason `nodeType`), which the provider doubles do not invent: an inline step here."""
 
 from __future__ import annotations
 
@@ -20,10 +22,16 @@ def _load(name: str) -> object:
     return json.loads((PREVIEWS / f"{name}.json").read_text(encoding="utf-8"))
 
 
-def test_a_node_type_change_of_a_pool_is_one_replacement_with_its_reason() -> None:
-    assert find_destructive(_load("pool-node-type-change")) == [
-        Finding("replace", "Kapsule pool", POOL_URN, ("nodeType",))
+def test_a_pool_the_engine_replaces_is_one_replacement_with_its_reason() -> None:
+    assert find_destructive(_load("pool-node-type-change")) == [Finding("replace", "Kapsule pool", POOL_URN, ("id",))]
+
+
+def test_the_reason_a_provider_gives_is_named() -> None:
+    steps = [
+        {"op": op, "urn": POOL_URN, "replaceReasons": ["nodeType"]}
+        for op in ("create-replacement", "replace", "delete-replaced")
     ]
+    assert find_destructive({"steps": steps}) == [Finding("replace", "Kapsule pool", POOL_URN, ("nodeType",))]
 
 
 def test_an_update_in_place_and_a_new_pool_are_not_guarded() -> None:
@@ -33,8 +41,8 @@ def test_an_update_in_place_and_a_new_pool_are_not_guarded() -> None:
 def test_a_renamed_runner_namespace_and_a_removed_registration_are_found() -> None:
     found = find_destructive(_load("runner-namespace-and-registration"))
     assert [(f.action, f.kind, f.name, f.reasons) for f in found] == [
-        ("delete", "GitLab runner registration", "runner-registration", ()),
-        ("replace", "Kubernetes namespace", "runner-namespace", ("metadata.name",)),
+        ("delete", "GitLab runner registration", "runner-ci-training-mr-registration", ()),
+        ("replace", "Kubernetes namespace", "runner-namespace", ("id",)),
     ]
 
 
@@ -60,7 +68,7 @@ def test_the_cli_refuses_a_pool_replacement_naming_it(
     monkeypatch.delenv("GPU_CI_ALLOW_REPLACE", raising=False)
     assert main(["guard-replacements", str(PREVIEWS / "pool-node-type-change.json")]) == 1
     err = capsys.readouterr().err
-    assert f"error: the plan replaces Kapsule pool 'kapsule-ci-training' (because of nodeType) [{POOL_URN}]" in err
+    assert f"error: the plan replaces Kapsule pool 'kapsule-ci-training' (because of id) [{POOL_URN}]" in err
     assert "GPU_CI_ALLOW_REPLACE=1" in err
 
 
@@ -70,7 +78,7 @@ def test_the_cli_lets_an_allowed_replacement_through_and_still_lists_it(
     monkeypatch.setenv("GPU_CI_ALLOW_REPLACE", "1")
     assert main(["guard-replacements", str(PREVIEWS / "runner-namespace-and-registration.json")]) == 0
     captured = capsys.readouterr()
-    assert "allowed: the plan deletes GitLab runner registration 'runner-registration'" in captured.err
+    assert "allowed: the plan deletes GitLab runner registration 'runner-ci-training-mr-registration'" in captured.err
     assert "letting 2 through" in captured.out
 
 

@@ -114,3 +114,43 @@ def runner_release(kubernetes: dict[str, Any] | None = None, **values: Any) -> d
     entry = {"executor": "kubernetes", "kubernetes": {"namespace": "gitlab-runner", **(kubernetes or {})}}
     chart_values = {"runners": {"config": tomli_w.dumps({"runners": [entry]})}, **values}
     return {"name": "gitlab-runner", "chart": "gitlab-runner", "atomic": True, "timeout": 600, "values": chart_values}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Specs the program accepts and the pack refuses (tests/policy/test_pack.py offline, tests/engine under the engine)
+
+
+def _min_size_one(p: dict[str, Any]) -> None:
+    p["pools"]["ci-training"]["min_size"] = 1
+
+
+def _fixed_gpu_pool(p: dict[str, Any]) -> None:
+    p["pools"]["ci-training"].update(min_size=1, max_size=1, autoscaling=False)
+
+
+def _public_registry(p: dict[str, Any]) -> None:
+    p["registry"]["is_public"] = True
+
+
+def _fast_cold_start(p: dict[str, Any]) -> None:
+    for name in ("ci-compile", "ci-training"):
+        p["pools"][name]["cold_start_minutes"] = 3
+    p["runner"]["poll_timeout_margin_minutes"] = 1
+    p["runner"]["node_wait_tolerance"] = "8m"  # 3 attempts of 4 min: (8 + 3 + 1) / 3
+
+
+def _unmasked_secret(p: dict[str, Any]) -> None:
+    # a token as a plain value is refused by the spec itself (platform.ci.variables: use secret:)
+    p["ci"]["variables"] = {"HF_TOKEN": {"secret": "hf_token", "masked": False}}
+
+
+PACK_REFUSALS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "gpu-min-size-1": _min_size_one,
+    "fixed-gpu-pool": _fixed_gpu_pool,
+    "public-registry": _public_registry,
+    "short-poll": _fast_cold_start,
+    "unmasked-secret": _unmasked_secret,
+}
+"""Edits of the dev platform that the spec lets through (with a warning at the key) and the pack refuses."""
+PACK_SECRETS = {"hf_token": "hf-policy-test-token"}
+"""The stack secrets those edits name."""

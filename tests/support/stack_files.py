@@ -1,0 +1,191 @@
+"""The stack-file corpus: files the offline loader (infra/offline/stack_config.py) and the real Pulumi CLI must read
+alike (tests/engine/test_engine_stack_files.py), and the one line `plan` refuses the broken ones with
+(tests/config/test_hostile_config.py). It grows with every reading difference found.
+
+Three parts: broken files (each with the start of `plan`'s one error line), files whose plain scalars YAML 1.1
+and YAML 1.2 type apart (yes/on, 1e3, 0o17, 1.0, 64-bit overflow, tags), and every invalid spec of the
+bad-input corpus (tests/support/bad_inputs.py) written as a stack file.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from support.bad_inputs import ALL_CASES
+from support.paths import ROOT
+
+DEV_STACK = (ROOT / "Pulumi.dev.yaml").read_bytes()
+
+
+@dataclass(frozen=True)
+class StackFile:
+    id: str
+    content: bytes
+    offline_error: str | None = None
+    """The start of the one line `plan --config FILE` fails with (after `error: stack.yaml:`), where it refuses it."""
+    refused_at: str | None = None
+    """The config key the program must refuse a value at (never silently changed), e.g. `platform.cluster.version`."""
+    stricter_offline: str | None = None
+    """Why the offline loader refuses a file the CLI reads and the program cannot tell from a plain one (a YAML tag
+    the CLI decodes away): the one kind of disagreement allowed, each named here with its reason."""
+
+
+def _dev_with(old: str, new: str) -> bytes:
+    text = DEV_STACK.decode()
+    assert text.count(old) >= 1, old
+    return text.replace(old, new, 1).encode()
+
+
+BROKEN = [
+    StackFile("syntax", b"config:\n  gpu-ci:platform: {a: 1\n", "3: not valid YAML: "),
+    StackFile("top-level-list", b"- 1\n- 2\n", "1: must be a mapping with a config: key, not list"),
+    StackFile("config-list", b"config: [1, 2]\n", "1: config must be a mapping of keys to values, not list"),
+    StackFile("not-utf8", b'config:\n  x: "\xff\xfe"\n', "2: not UTF-8 text (byte 0xff)"),
+    StackFile("duplicate", b"config:\n  gpu-ci:x: 1\n  gpu-ci:x: 2\n", "3: duplicate key 'gpu-ci:x'"),
+    StackFile("huge-int", b"config:\n  gpu-ci:x: " + b"9" * 5000 + b"\n", "2: a number of 5000 characters"),
+    StackFile("recursive", b"config: &a\n  x: *a\n", "2: a recursive or undefined alias *a"),
+    StackFile("deep", b"config:\n  x: " + b"[" * 100 + b"]" * 100 + b"\n", "2: nested more than 64 levels deep"),
+    StackFile(
+        "token",
+        b"config:\n  gitlab:token: glpat-abcdefabcdef\n",
+        "2: gitlab:token is a credential stored in plain text",
+    ),
+    StackFile("key", b"config:\n  1: 2\n", "2: config key 1 is not a key like gpu-ci:platform"),
+    StackFile("control-character", b'config:\n  x: "a\x00b"\n', "2: not a readable stack file: control characters"),
+    StackFile(
+        "base-60-time",
+        b"config:\n  gpu-ci:platform:\n    x: {from: 8:00}\n",
+        "3: 8:00 at config.gpu-ci:platform.x.from unquoted is read as a base-60 number here and as text by Pulumi: "
+        "quote it",
+    ),
+    StackFile(
+        "date",
+        b"config:\n  gpu-ci:platform:\n    days: 2024-01-01\n",
+        "3: 2024-01-01 at config.gpu-ci:platform.days unquoted is read as a date here and as text by Pulumi: quote it",
+    ),
+    StackFile(
+        "infinity",
+        b"config:\n  gpu-ci:x: {a: .inf}\n",
+        "2: gpu-ci:x.a: inf is no number the Pulumi CLI can pass on (JSON has none)",
+    ),
+    StackFile(
+        "not-a-number", b"config:\n  gpu-ci:x: .nan\n", "2: gpu-ci:x: nan is no number the Pulumi CLI can pass on"
+    ),
+    StackFile(
+        "two-documents",
+        b"config:\n  gpu-ci:x: 1\n---\nconfig: {}\n",
+        "3: not valid YAML: but found another document",
+    ),
+    StackFile("duplicate-config", b"config:\n  gpu-ci:x: a\nconfig:\n  gpu-ci:y: b\n", "3: duplicate key 'config'"),
+    StackFile("duplicate-nested", b"config:\n  gpu-ci:x: {a: 1, a: 2}\n", "2: duplicate key 'a'"),
+]
+"""Files `plan` refuses, with the start of the error line."""
+
+
+READ_APART = [
+    StackFile("dev", DEV_STACK),
+    StackFile("yes-no-on-off", b"config:\n  gpu-ci:x: {a: yes, b: no, c: on, d: off, e: Yes, f: true, g: FALSE}\n"),
+    StackFile("yes-top-level", b"config:\n  gpu-ci:x: yes\n  gpu-ci:y: off\n"),
+    StackFile("bool-keys", b"config:\n  gpu-ci:x: {on: 1, yes: 2, 1: 3, true: 4}\n"),
+    StackFile(
+        "number-forms",
+        b"config:\n  gpu-ci:x: {a: 0755, b: 0o17, c: 0x1F, d: 0b1010, e: 1_000, f: +12, g: 012, h: 09, i: 0x_1F}\n",
+    ),
+    StackFile("number-prefixes-upper", b"config:\n  gpu-ci:x: {a: 0X1F, b: 0B11, c: 0O17, d: -0X_10, e: 1__0}\n"),
+    StackFile(
+        "float-forms", b"config:\n  gpu-ci:x: {a: 1e3, b: .5, c: 1., d: 1.0, e: -0.0, f: 1e21, g: 1e20, h: 1e-7}\n"
+    ),
+    StackFile("whole-floats-top-level", b"config:\n  gpu-ci:x: 1.0\n  gpu-ci:y: 1e3\n  gpu-ci:z: 2.50\n"),
+    StackFile(
+        "beyond-64-bits",
+        b"config:\n  gpu-ci:x: {a: 36893488147419103232, b: 18446744073709551615, c: -9223372036854775809, "
+        b"d: 9223372036854775807}\n  gpu-ci:y: 12345678901234567890123\n",
+    ),
+    StackFile("null-top-level", b"config:\n  gpu-ci:x:\n  gpu-ci:y: null\n  gpu-ci:z: ~\n"),
+    StackFile("null-nested", b"config:\n  gpu-ci:x: {a: null, b: ~, c: }\n"),
+    StackFile("non-ascii-digits", "config:\n  gpu-ci:x: ١٢\n  gpu-ci:y: {a: ١٢}\n".encode()),
+    StackFile("times-quoted", b'config:\n  gpu-ci:x: {from: "8:00", to: "2024-01-01"}\n'),
+    StackFile("merge-key", b"config:\n  gpu-ci:x: {a: &x [1], b: *x, <<: {c: 3}}\n"),
+    StackFile("yaml-1.1-directive", b"%YAML 1.1\n---\nconfig:\n  gpu-ci:x: 1\n"),
+    StackFile("other-top-level-keys", b"config:\n  gpu-ci:x: 1\nencryptionsalt: v1:abc\nfoo: 1\n"),
+    StackFile("secure-nested", b"config:\n  gpu-ci:p: {a: {secure: v1:YWJj}}\n  gpu-ci:q: {secure: v1:YWJj}\n"),
+    StackFile("empty-config", b"config: {}\n"),
+    StackFile("comments-only", b"# nothing here\n"),
+    StackFile("crlf", b"config:\r\n  gpu-ci:x: {a: 1}\r\n"),
+    StackFile("bom", b"\xef\xbb\xbfconfig:\n  gpu-ci:x: 1\n"),
+    StackFile("tab-in-value", b'config:\n  gpu-ci:x: "a\tb"\n'),
+    StackFile("project-namespace", b"config:\n  x: 1\n  gpu-ci:y: 2\n  other:z: 3\n"),
+    StackFile(
+        "aliased-zones",
+        _dev_with("zone: fr-par-2", "zone: &zone fr-par-2").replace(b"zone: fr-par-2", b"zone: *zone"),
+    ),
+    # Written unquoted, a version, a zone and a tag are numbers, floats or booleans to YAML; the program must refuse
+    # them at their key rather than deploy `1.3` for `1.30`.
+    StackFile("version-unquoted", _dev_with('version: "1.36"', "version: 1.30"), refused_at="platform.cluster.version"),
+    StackFile(
+        "chart-version-unquoted",
+        _dev_with("chart_version: 0.86.0", "chart_version: 0.86"),
+        refused_at="platform.runner.chart_version",
+    ),
+    StackFile(
+        "tag-unquoted", _dev_with("tags: [kapsule, gpu]", "tags: [kapsule, 1.10]"), refused_at="platform.runner.tags.1"
+    ),
+    StackFile("tag-yes", _dev_with("tags: [kapsule, gpu]", "tags: [kapsule, yes]")),
+    # YAML tags: the CLI decodes !!binary and reads !!set as a mapping of nulls and !!timestamp as Go's time text.
+    # The offline loader refuses them all (a tag hides what a reviewer reads: `Z3B1LWNp` is `gpu-ci`, a token would
+    # pass a reviewer as well); under the CLI the program sees the decoded value and judges it as any other.
+    StackFile(
+        "binary-tag",
+        _dev_with("name: gpu-ci", "name: !!binary Z3B1LWNp"),
+        stricter_offline="!!binary: the CLI hands the decoded text, which a reviewer of the file never read",
+    ),
+    StackFile(
+        "set-tag",
+        DEV_STACK + b"  gpu-ci:x: !!set {a, b}\n",
+        stricter_offline="!!set: the CLI hands a mapping of nulls, a YAML type no stack config is meant to hold",
+    ),
+    StackFile(
+        "timestamp-tag", _dev_with("name: gpu-ci", "name: !!timestamp 2024-01-01"), refused_at="platform.cluster.name"
+    ),
+    StackFile("str-tag", _dev_with('version: "1.36"', "version: !!str 1.36")),
+    StackFile("float-tag", b"config:\n  gpu-ci:x: {v: !!float 1}\n"),
+]
+"""Files whose plain scalars PyYAML (YAML 1.1) and the CLI (YAML 1.2) may read apart."""
+
+
+@dataclass(frozen=True)
+class BadInputFile(StackFile):
+    platform: Any = None
+    """The invalid spec itself (what `content` holds at gpu-ci:platform)."""
+
+
+def bad_input_files() -> list[BadInputFile]:
+    """Each invalid spec of the bad-input corpus as a stack file (the offline loader and the CLI read the same spec).
+
+    Built when asked, not at import: writing them all takes seconds (one holds 20,000 pools)."""
+    files = []
+    digits = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # a spec with a 5,000-digit integer: YAML writes it, the readers must refuse it
+    try:
+        for case in ALL_CASES:
+            document = yaml.safe_load(DEV_STACK)
+            platform = copy.deepcopy(document["config"]["gpu-ci:platform"])
+            case.edit(platform)
+            document["config"]["gpu-ci:platform"] = platform
+            text = yaml.safe_dump(document, allow_unicode=True)
+            files.append(BadInputFile(bad_input_id(case.id), text.encode(), platform=platform))
+    finally:
+        sys.set_int_max_str_digits(digits)
+    return files
+
+
+def bad_input_id(case_id: str) -> str:
+    return f"spec-{case_id}"
+
+
+BAD_INPUT_IDS = [bad_input_id(case.id) for case in ALL_CASES]
