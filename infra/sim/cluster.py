@@ -38,6 +38,10 @@ from infra.sim.schedule import FINISH, NODE_READY, RESUME, SCALE_DOWN, WARM, Sch
 from infra.sim.state import JobState, NodeState, PoolState
 
 
+_ONE = Fraction(1)
+"""The rate of a job alone on its GPU, or of one without a utilization (`slowdown`)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas: int) -> Fraction:
     """How much longer a job takes: time-slicing max(1, u x jobs on its GPU); MPS max(1, u x replicas)."""
@@ -150,9 +154,11 @@ class Cluster:
 
     def _reschedule(self, sharers: list[JobState], pool: PoolState, now: int) -> None:
         """New rates on a GPU; a job whose rate is unchanged keeps its finish event (same instant, exactly)."""
+        count, mps, replicas = len(sharers), pool.spec.mps, pool.spec.replicas
         for job in sharers:
-            rate = slowdown(job.utilization, len(sharers), mps=pool.spec.mps, replicas=pool.spec.replicas)
-            if rate == job.rate_slowdown and job.version:
+            utilization = job.utilization
+            rate = _ONE if utilization is None else slowdown(utilization, count, mps=mps, replicas=replicas)
+            if job.version and (rate is job.rate_slowdown or rate == job.rate_slowdown):
                 continue
             job.rate_slowdown = rate
             job.version += 1
