@@ -188,20 +188,16 @@ def to_ms(where: str, value: float | Fraction, *, positive: bool = False) -> int
         raise ValueError(f"{where} must be a number of minutes, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} must be a finite number of minutes, got {value!r}")
-    ms, sign = _ms(value)
-    if sign < 0 or (positive and sign == 0) or sign > 1:
+    exact = _exact_minutes(value) if isinstance(value, float) else value
+    numerator, denominator = (exact, 1) if isinstance(exact, int) else (exact.numerator, exact.denominator)
+    if numerator < 0 or (positive and numerator == 0) or numerator > MAX_MINUTES * denominator:
         low = "> 0" if positive else ">= 0"
         raise ValueError(f"{where} must be {low} and <= {MAX_MINUTES} minutes, got {value!r}")
+    # round(minutes x MS_PER_MINUTE) in integers, as Fraction.__round__ does it (half to even), without a Fraction
+    ms, rest = divmod(numerator * MS_PER_MINUTE, denominator)
+    if 2 * rest > denominator or (2 * rest == denominator and ms % 2):
+        ms += 1
     return ms
-
-
-@functools.lru_cache(maxsize=65536, typed=True)
-def _ms(value: float | Fraction) -> tuple[int, int]:
-    """`value` in whole milliseconds, and where its exact minutes lie: -1 below 0, 0 at 0, 1 within the cap, 2
-    past it (remembered: a run converts each job's times twice, and the search runs the same jobs again)."""
-    minutes = _exact_minutes(value)
-    sign = -1 if minutes < 0 else 0 if minutes == 0 else 1 if minutes <= MAX_MINUTES else 2
-    return round(minutes * MS_PER_MINUTE), sign
 
 
 @functools.lru_cache(maxsize=1024, typed=True)
