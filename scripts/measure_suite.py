@@ -2,11 +2,12 @@
 
 Runs the suite N times as a fresh process and prints, for each run, its wall and CPU time (user + system of
 pytest and its workers), the machine's load before and after (`/proc/loadavg`: the build machine is shared, and a
-figure means little without it) and pytest's summary line; then, from the last run, the slowest tests by wall
-time and by CPU time, the files that cost most, and each xdist worker's schedule (its tests' total, its last
+figure means little without it) and pytest's summary line; then, from the last run, the tests and the files that
+cost most CPU (their own and their subprocesses'), and each xdist worker's schedule (its tests' total, its last
 test's end, and that test: a long test landing last on one worker sets the wall time).
 The per-test times come from this file loaded as a pytest plugin in every worker (`-p measure_suite`): each
-worker writes what it ran, with wall and CPU (`time.process_time`) time per test, setup and teardown included.
+worker writes what it ran, with wall, CPU (`time.process_time`) and its subprocesses' CPU per test, setup and
+teardown included.
 Usage: python scripts/measure_suite.py [runs] [--keep DIR] [-- extra pytest arguments]
 (`--keep DIR`: the last run's per-test times, one JSON file per worker, are left in DIR.)
 """
