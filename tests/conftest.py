@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 # then they are frozen out of its sight (`gc.freeze`). Objects the tests make are collected as usual. (The
 # xdist controller, which collects nothing, keeps it off: it makes few objects.)
 gc.disable()
+GC_THRESHOLDS = (50_000, 20, 20)
+"""Allocations before a young collection, and young collections before an older one (CPython's: 700, 10, 10).
+The tests make millions of short-lived objects (a recommendation's search, a workload's requests) that their
+reference counts free, and every full collection rescans what the session keeps (its shared runs and plans):
+with the defaults, collections took some 10 % of the suite's time."""
 
 # The program checks the cluster's Kubernetes version against Scaleway's withdrawal dates on the day it runs:
 # every run under test (and every `plan` it starts in a subprocess) runs on this day, never the calendar's.
@@ -47,6 +52,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # A test that forgets the `pulumi_mocks` fixture must not inherit what a test module set on import.
     settings.reset_options()
     gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     gc.enable()
 
 

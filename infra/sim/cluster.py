@@ -35,15 +35,15 @@ from fractions import Fraction
 
 from infra.sim.scenario import SimPool, to_ms
 from infra.sim.schedule import FINISH, NODE_READY, RESUME, SCALE_DOWN, WARM, Schedule
-from infra.sim.state import JobState, NodeState, PoolState
+from infra.sim.state import FULL_SPEED, JobState, NodeState, PoolState
 
 
 @functools.lru_cache(maxsize=4096)
 def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas: int) -> Fraction:
     """How much longer a job takes: time-slicing max(1, u x jobs on its GPU); MPS max(1, u x replicas)."""
     if utilization is None:
-        return Fraction(1)
-    return max(Fraction(1), utilization * (replicas if mps else sharers))
+        return FULL_SPEED
+    return max(FULL_SPEED, utilization * (replicas if mps else sharers))  # FULL_SPEED itself when it is the max
 
 
 class Cluster:
@@ -128,7 +128,7 @@ class Cluster:
         pool.pending_count -= 1
         gpu = min(range(len(node.gpus)), key=lambda i: (len(node.gpus[i]), i))
         job.state, job.started, job.node, job.gpu = "running", now, node, gpu
-        job.remaining, job.since = Fraction(job.work), now
+        job.remaining, job.since = job.work, now
         node.empty_since = None
         node.version += 1
         node.used += 1
@@ -145,18 +145,25 @@ class Cluster:
         for job in sharers:
             if now != job.since:
                 elapsed = now - job.since
-                job.remaining -= elapsed if job.rate_slowdown == 1 else elapsed / job.rate_slowdown
+                rate = job.rate_slowdown
+                job.remaining -= elapsed if rate is FULL_SPEED or rate == 1 else elapsed / rate
                 job.since = now
 
     def _reschedule(self, sharers: list[JobState], pool: PoolState, now: int) -> None:
         """New rates on a GPU; a job whose rate is unchanged keeps its finish event (same instant, exactly)."""
+        count, mps, replicas = len(sharers), pool.spec.mps, pool.spec.replicas
         for job in sharers:
-            rate = slowdown(job.utilization, len(sharers), mps=pool.spec.mps, replicas=pool.spec.replicas)
-            if rate == job.rate_slowdown and job.version:
+            utilization = job.utilization
+            rate = FULL_SPEED if utilization is None else slowdown(utilization, count, mps=mps, replicas=replicas)
+            if job.version and (rate is job.rate_slowdown or rate == job.rate_slowdown):
                 continue
             job.rate_slowdown = rate
             job.version += 1
-            left = job.remaining * job.rate_slowdown if job.remaining > 0 else 0
+            remaining = job.remaining
+            if remaining <= 0:
+                left: int | Fraction = 0
+            else:
+                left = remaining if rate is FULL_SPEED or rate == 1 else remaining * rate
             self.schedule.push(now + math.ceil(left), FINISH, (job, job.version))
 
     # the nodes and the autoscaler

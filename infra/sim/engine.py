@@ -42,6 +42,7 @@ millisecond. The schedule's event budget turns a broken invariant into a Runtime
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from fractions import Fraction
 
@@ -259,5 +260,7 @@ def _job_result(job: JobState) -> JobResult:
     )
 
 
+@functools.lru_cache(maxsize=65536)
 def _minutes(ms: int) -> Fraction:
+    """Milliseconds as a Fraction of a minute (remembered: a week's times recur from candidate to candidate)."""
     return Fraction(ms, MS_PER_MINUTE)

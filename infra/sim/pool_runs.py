@@ -184,14 +184,13 @@ def week_of(built: Scenario, jobs: Sequence[PlannedJob], result: SimResult) -> W
 
 def _peak(result: SimResult, runner: str) -> int:
     """The most jobs the runner held at once (taken, not ended)."""
-    edges = sorted(
-        edge
-        for job in result.jobs
-        if job.runner == runner and job.taken is not None
-        for edge in ((job.taken, 1), (job.finished, -1))
-    )
-    held = most = 0
-    for _, step in edges:  # at one instant an end (-1) comes before a take (+1)
-        held += step
+    held_jobs = [job for job in result.jobs if job.runner == runner and job.taken is not None]
+    takes = sorted(job.taken for job in held_jobs if job.taken is not None)
+    ends = sorted(job.finished for job in held_jobs)
+    held = most = ended = 0
+    for taken in takes:  # at one instant the ends come before the takes
+        while ended < len(ends) and ends[ended] <= taken:
+            held, ended = held - 1, ended + 1
+        held += 1
         most = max(most, held)
     return most

@@ -115,8 +115,11 @@ class SimResult:
         attempt ran or ended."""
         sums: dict[int, tuple[Fraction, Fraction]] = {}
         for job in self.jobs:
-            slot, node = sums.get(job.first_id, (Fraction(0), Fraction(0)))
-            sums[job.first_id] = (slot + job.slot_wait, node + job.node_wait)
+            earlier = sums.get(job.first_id)
+            if earlier is None:  # its first attempt
+                sums[job.first_id] = (job.slot_wait, job.node_wait)
+            else:
+                sums[job.first_id] = (earlier[0] + job.slot_wait, earlier[1] + job.node_wait)
         return sums
 
     @property

@@ -188,11 +188,16 @@ def to_ms(where: str, value: float | Fraction, *, positive: bool = False) -> int
         raise ValueError(f"{where} must be a number of minutes, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where} must be a finite number of minutes, got {value!r}")
-    minutes = _exact_minutes(value)
-    if minutes < 0 or (positive and minutes == 0) or minutes > MAX_MINUTES:
+    exact = _exact_minutes(value) if isinstance(value, float) else value
+    numerator, denominator = (exact, 1) if isinstance(exact, int) else (exact.numerator, exact.denominator)
+    if numerator < 0 or (positive and numerator == 0) or numerator > MAX_MINUTES * denominator:
         low = "> 0" if positive else ">= 0"
         raise ValueError(f"{where} must be {low} and <= {MAX_MINUTES} minutes, got {value!r}")
-    return round(minutes * MS_PER_MINUTE)
+    # round(minutes x MS_PER_MINUTE) in integers, as Fraction.__round__ does it (half to even), without a Fraction
+    ms, rest = divmod(numerator * MS_PER_MINUTE, denominator)
+    if 2 * rest > denominator or (2 * rest == denominator and ms % 2):
+        ms += 1
+    return ms
 
 
 @functools.lru_cache(maxsize=1024, typed=True)

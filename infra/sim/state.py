@@ -16,6 +16,10 @@ from infra.sim.results import PoolResult
 from infra.sim.runners import ManagerState
 from infra.sim.scenario import MS_PER_MINUTE, SimJob, SimPool
 
+FULL_SPEED = Fraction(1)
+"""The slowdown of a job alone on its GPU (or of one without a utilization): the one object every such rate is,
+so that the engine tells it by identity (`infra.sim.cluster.slowdown`)."""
+
 
 @dataclass(eq=False)
 class JobState:
@@ -33,10 +37,10 @@ class JobState:
     manager: ManagerState | None = None
     node: NodeState | None = None
     gpu: int = 0
-    remaining: Fraction = Fraction(0)
-    """Work left, in milliseconds alone on its GPU, as of `since`."""
+    remaining: int | Fraction = 0
+    """Work left, in milliseconds alone on its GPU, as of `since` (an int while it has run at full speed)."""
     since: int = 0
-    rate_slowdown: Fraction = Fraction(1)
+    rate_slowdown: Fraction = FULL_SPEED
     version: int = 0
     """Bumped when its finish time changes: a finish event of an older version is stale."""
     reason: str | None = None
