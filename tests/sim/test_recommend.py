@@ -204,9 +204,10 @@ DEV_RECOMMENDATION = pytest.mark.xdist_group("dev-recommendation")
 """The tests that read the dev stack's search run on one worker (`--dist loadgroup`): it is computed once."""
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dev_report() -> SearchReport:
-    """The full search of the dev stack (some 10 s of CPU), shared by the tests that only read it."""
+    """The full search of the dev stack (some 10 s of CPU), shared by the tests that only read it: per session, as
+    the worker of their xdist group may run other modules' tests between them (a module fixture would be made again)."""
     return _search(_dev())
 
 
