@@ -61,9 +61,8 @@ ENGINE_TIMEOUT = 900
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """tests/engine: each module one `xdist_group` (pyproject's `--dist loadgroup`), so a module's shared deployment
-    (one `up` read by several tests) runs once, in one worker, while two modules may run side by side; and all of
-    them skipped, for one reason, where the real engine is not built. Their budget is their own (ENGINE_TIMEOUT,
+    """tests/engine: each module runs in one worker (pyproject's `--dist loadfile`), so a module's shared deployment
+    (one `up` read by several tests) runs once, while two modules may run side by side; and all of them skipped, for one reason, where the real engine is not built. Their budget is their own (ENGINE_TIMEOUT,
     not the suite's minute): a module's first test pays for its shared deployments, many CLI runs."""
     from support.engine import NOT_BUILT, engine_built
 
@@ -71,7 +70,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if ENGINE_TESTS not in item.path.parents:
             continue
-        item.add_marker(pytest.mark.xdist_group(f"engine-{item.path.stem}"))
         item.add_marker(pytest.mark.timeout(ENGINE_TIMEOUT))
         if not built:
             item.add_marker(pytest.mark.skip(reason=NOT_BUILT))

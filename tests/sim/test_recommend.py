@@ -200,10 +200,6 @@ def test_the_budget_cuts_the_search_with_a_line(capsys: pytest.CaptureFixture[st
     assert "error: --max-runs=0: must be 1-2000" in capsys.readouterr().err
 
 
-DEV_RECOMMENDATION = pytest.mark.xdist_group("dev-recommendation")
-"""The tests that read the dev stack's search run on one worker (`--dist loadgroup`): it is computed once."""
-
-
 @pytest.fixture(scope="session")
 def dev_report() -> SearchReport:
     """The full search of the dev stack (some 10 s of CPU), shared by the tests that only read it: per session, as
@@ -211,7 +207,6 @@ def dev_report() -> SearchReport:
     return _search(_dev())
 
 
-@DEV_RECOMMENDATION
 def test_the_dev_stack_recommendation_meets_the_target_and_is_never_dominated(dev_report: SearchReport) -> None:
     """Confirmed on every week and variant, never beaten on the first week, and no dearer than the warm levers the
     docs set by hand (as many warm nodes as a merge request's pipeline fills)."""
@@ -229,7 +224,6 @@ def test_the_dev_stack_recommendation_meets_the_target_and_is_never_dominated(de
     assert week is not None and week.eur_per_week == chosen.eur_per_week and week.merge_request_p95 == chosen.p95
 
 
-@DEV_RECOMMENDATION
 def test_the_dev_recommendation_holds_with_every_node_5_min_late(dev_report: SearchReport) -> None:
     """Done-when of the weeks: the recommended spec, its whole platform simulated over the 20 weeks with every boot
     5 min longer than its median, meets the target in the share of weeks `recommend` promised (the very count the
@@ -259,7 +253,6 @@ def _former_changes() -> list[tuple[tuple[str, ...], object]]:
     ]
 
 
-@DEV_RECOMMENDATION
 def test_the_dev_recommendation_written_makes_plan_meet_the_target(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, dev_report: SearchReport
 ) -> None:
