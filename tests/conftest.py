@@ -62,8 +62,9 @@ ENGINE_TIMEOUT = 900
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """tests/engine: each module runs in one worker (pyproject's `--dist loadfile`), so a module's shared deployment
-    (one `up` read by several tests) runs once, while two modules may run side by side; and all of them skipped, for one reason, where the real engine is not built. Their budget is their own (ENGINE_TIMEOUT,
-    not the suite's minute): a module's first test pays for its shared deployments, many CLI runs."""
+    (one `up` read by several tests) runs once, while two modules may run side by side; and all of them skipped,
+    for one reason, where the real engine is not built. Their budget is their own (ENGINE_TIMEOUT, not the
+    suite's minute): a module's first test pays for its shared deployments, many CLI runs."""
     from support.engine import NOT_BUILT, engine_built
 
     built = engine_built()
