@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,28 +217,42 @@ def parse_json(text: str | bytes, name: str, budget: Budget) -> Any:
         raise DocumentError(f"{name}: not readable JSON: {str(err).splitlines()[0][:200]}") from None
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_STRUCTURE = re.compile(r"[\[\]{},]")
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def _check_json_shape(text: str, name: str, budget: Budget) -> None:
-    """Depth and an upper bound of the values (brackets and commas outside strings), in one pass over the text."""
+    """Depth and an upper bound of the values (brackets and commas outside strings), before parsing: the strings
+    taken out (an unterminated one to the end); within the values' bound only the brackets are walked for the
+    depth, else every bracket and comma in order, for the first place either is over."""
+    outside = _JSON_STRING.sub("", text)
+    if (quote := outside.find('"')) >= 0:  # a string that never ends: the rest is in it
+        outside = outside[:quote]
+    opens = outside.count("[") + outside.count("{")
+    if opens + outside.count(",") <= budget.max_nodes:  # the values stay within it: only the depth can be over
+        if opens <= budget.max_depth:
+            return
+        depth = 0
+        for char in _NOT_A_BRACKET.sub("", outside):
+            if char in "[{":
+                depth += 1
+                if depth > budget.max_depth:
+                    raise DocumentError(f"{name}: nested more than {budget.max_depth} levels deep{budget.not_content}")
+            else:
+                depth -= 1
+        return
     depth = values = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for match in _JSON_STRUCTURE.finditer(outside):
+        char = match.group()
+        if char in "[{":
             depth += 1
             values += 1
             if depth > budget.max_depth:
                 raise DocumentError(f"{name}: nested more than {budget.max_depth} levels deep{budget.not_content}")
         elif char in "]}":
             depth -= 1
-        elif char == ",":
+        else:
             values += 1
         if values > budget.max_nodes:
             raise DocumentError(f"{name}: holds more than {budget.max_nodes} values{budget.not_content}")
