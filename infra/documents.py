@@ -26,6 +26,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,21 +231,16 @@ def _check_json_shape(text: str, name: str, budget: Budget) -> None:
     if (quote := outside.find('"')) >= 0:  # a string that never ends: the rest is in it
         outside = outside[:quote]
     opens = outside.count("[") + outside.count("{")
-    if opens + outside.count(",") <= budget.max_nodes:  # the values stay within it: only the depth can be over
-        if opens <= budget.max_depth:
-            return
-        depth = 0
-        for char in _NOT_A_BRACKET.sub("", outside):
-            if char in "[{":
-                depth += 1
-                if depth > budget.max_depth:
-                    raise DocumentError(f"{name}: nested more than {budget.max_depth} levels deep{budget.not_content}")
-            else:
-                depth -= 1
-        return
+    if opens + outside.count(",") > budget.max_nodes:
+        _walk_json_shape(_JSON_STRUCTURE.findall(outside), name, budget)
+    elif opens > budget.max_depth:  # the values stay within the bound: only the depth can be over
+        _walk_json_shape(_NOT_A_BRACKET.sub("", outside), name, budget)
+
+
+def _walk_json_shape(structure: Iterable[str], name: str, budget: Budget) -> None:
+    """The brackets and commas of a JSON text in order: DocumentError where it first nests or holds too much."""
     depth = values = 0
-    for match in _JSON_STRUCTURE.finditer(outside):
-        char = match.group()
+    for char in structure:
         if char in "[{":
             depth += 1
             values += 1
