@@ -150,10 +150,56 @@ def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_L
 
     Returns the values the document expands to (every alias counted where it is used), for a budget that spans
     several documents (a pipeline and its includes)."""
+    return _checked_events(text, name, budget, loader, None)
+
+
+def compose_checked(text: str, name: str, budget: Budget) -> yaml.Node | None:
+    """The node tree of a YAML document as `yaml.compose(text, Loader=yaml.SafeLoader)` builds it, from the events
+    `check_yaml_events` checked (parsed once, not again): DocumentError as that says, yaml.YAMLError as compose
+    raises it (a second document, an alias composed before its anchor)."""
+    events: list[yaml.Event] = []
+    _checked_events(text, name, budget, yaml.SafeLoader, events)
+    composer = _ReplayedEvents(events)
+    try:
+        return composer.get_single_node()
+    finally:
+        composer.dispose()
+
+
+class _ReplayedEvents(yaml.composer.Composer, yaml.resolver.Resolver):
+    """SafeLoader's composer and resolver, fed parsed events instead of a parser (its three methods, as PyYAML's
+    parser answers them)."""
+
+    def __init__(self, events: list[yaml.Event]) -> None:
+        self._events, self._next = events, 0
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+    def check_event(self, *choices: type) -> bool:
+        if self._next >= len(self._events):
+            return False
+        return not choices or isinstance(self._events[self._next], choices)
+
+    def peek_event(self) -> yaml.Event | None:
+        return self._events[self._next] if self._next < len(self._events) else None
+
+    def get_event(self) -> yaml.Event | None:
+        event = self.peek_event()
+        self._next += 1
+        return event
+
+    def dispose(self) -> None:
+        self._events = []
+
+
+def _checked_events(text: str, name: str, budget: Budget, loader: Any, keep: list[yaml.Event] | None) -> int:
+    """`check_yaml_events`' pass, each event also appended to `keep` (when given)."""
     count = _ExpandedCount(name, budget)
     try:
         for event in yaml.parse(text, Loader=loader):
             count.add(event)
+            if keep is not None:
+                keep.append(event)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{name}:{mark.line + 1}" if mark is not None else name
