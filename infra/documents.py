@@ -264,7 +264,9 @@ def parse_json(text: str | bytes, name: str, budget: Budget) -> Any:
         raise DocumentError(f"{name}: not readable JSON: {str(err).splitlines()[0][:200]}") from None
 
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string, closed or running to the end of the text (possessive: no backtracking, so each quote is passed once;
+# a plain `*` retried every later quote of an unclosed string, quadratic on `"\\"\\"...`).
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _JSON_STRUCTURE = re.compile(r"[\[\]{},]")
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
 
@@ -273,9 +275,7 @@ def _check_json_shape(text: str, name: str, budget: Budget) -> None:
     """Depth and an upper bound of the values (brackets and commas outside strings), before parsing: the strings
     taken out (an unterminated one to the end); within the values' bound only the brackets are walked for the
     depth, else every bracket and comma in order, for the first place either is over."""
-    outside = _JSON_STRING.sub("", text)
-    if (quote := outside.find('"')) >= 0:  # a string that never ends: the rest is in it
-        outside = outside[:quote]
+    outside = _JSON_STRING.sub("", text)  # a string that never ends takes the rest with it
     opens = outside.count("[") + outside.count("{")
     if opens + outside.count(",") > budget.max_nodes:
         _walk_json_shape(_JSON_STRUCTURE.findall(outside), name, budget)

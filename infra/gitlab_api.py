@@ -290,10 +290,6 @@ class BoundedBody:
         self.count = 0
         self._deadline = time.monotonic() + ANSWER_SECONDS
 
-    @property
-    def name(self) -> str:
-        return self._name()
-
     def stream(self, amount: int = _CHUNK, decode_content: bool | None = None) -> Iterator[bytes]:
         for chunk in self._raw.stream(amount, decode_content=decode_content):
             self._counted(chunk)
@@ -309,10 +305,10 @@ class BoundedBody:
         self.count += len(chunk)
         if self.count > self.limit:
             self._raw.close()
-            raise BadAnswer(_too_large(self.name, self.limit))
+            raise BadAnswer(_too_large(self._name(), self.limit))
         if time.monotonic() > self._deadline:
             self._raw.close()
-            raise BadAnswer(f"{self.name}: still arriving after {ANSWER_SECONDS} s: stopped")
+            raise BadAnswer(f"{self._name()}: still arriving after {ANSWER_SECONDS} s: stopped")
 
     def __getattr__(self, name: str) -> Any:  # the rest of urllib3's response: close, release_conn, reason...
         return getattr(self._raw, name)
