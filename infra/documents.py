@@ -24,7 +24,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,10 +150,56 @@ def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_L
 
     Returns the values the document expands to (every alias counted where it is used), for a budget that spans
     several documents (a pipeline and its includes)."""
+    return _checked_events(text, name, budget, loader, None)
+
+
+def compose_checked(text: str, name: str, budget: Budget) -> yaml.Node | None:
+    """The node tree of a YAML document as `yaml.compose(text, Loader=yaml.SafeLoader)` builds it, from the events
+    `check_yaml_events` checked (parsed once, not again): DocumentError as that says, yaml.YAMLError as compose
+    raises it (a second document, an alias composed before its anchor)."""
+    events: list[yaml.Event] = []
+    _checked_events(text, name, budget, yaml.SafeLoader, events)
+    composer = _ReplayedEvents(events)
+    try:
+        return composer.get_single_node()
+    finally:
+        composer.dispose()
+
+
+class _ReplayedEvents(yaml.composer.Composer, yaml.resolver.Resolver):
+    """SafeLoader's composer and resolver, fed parsed events instead of a parser (its three methods, as PyYAML's
+    parser answers them)."""
+
+    def __init__(self, events: list[yaml.Event]) -> None:
+        self._events, self._next = events, 0
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+    def check_event(self, *choices: type) -> bool:
+        if self._next >= len(self._events):
+            return False
+        return not choices or isinstance(self._events[self._next], choices)
+
+    def peek_event(self) -> yaml.Event | None:
+        return self._events[self._next] if self._next < len(self._events) else None
+
+    def get_event(self) -> yaml.Event | None:
+        event = self.peek_event()
+        self._next += 1
+        return event
+
+    def dispose(self) -> None:
+        self._events = []
+
+
+def _checked_events(text: str, name: str, budget: Budget, loader: Any, keep: list[yaml.Event] | None) -> int:
+    """`check_yaml_events`' pass, each event also appended to `keep` (when given)."""
     count = _ExpandedCount(name, budget)
     try:
         for event in yaml.parse(text, Loader=loader):
             count.add(event)
+            if keep is not None:
+                keep.append(event)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{name}:{mark.line + 1}" if mark is not None else name
@@ -216,28 +264,37 @@ def parse_json(text: str | bytes, name: str, budget: Budget) -> Any:
         raise DocumentError(f"{name}: not readable JSON: {str(err).splitlines()[0][:200]}") from None
 
 
+# A string, closed or running to the end of the text (possessive: no backtracking, so each quote is passed once;
+# a plain `*` retried every later quote of an unclosed string, quadratic on `"\\"\\"...`).
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_JSON_STRUCTURE = re.compile(r"[\[\]{},]")
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def _check_json_shape(text: str, name: str, budget: Budget) -> None:
-    """Depth and an upper bound of the values (brackets and commas outside strings), in one pass over the text."""
+    """Depth and an upper bound of the values (brackets and commas outside strings), before parsing: the strings
+    taken out (an unterminated one to the end); within the values' bound only the brackets are walked for the
+    depth, else every bracket and comma in order, for the first place either is over."""
+    outside = _JSON_STRING.sub("", text)  # a string that never ends takes the rest with it
+    opens = outside.count("[") + outside.count("{")
+    if opens + outside.count(",") > budget.max_nodes:
+        _walk_json_shape(_JSON_STRUCTURE.findall(outside), name, budget)
+    elif opens > budget.max_depth:  # the values stay within the bound: only the depth can be over
+        _walk_json_shape(_NOT_A_BRACKET.sub("", outside), name, budget)
+
+
+def _walk_json_shape(structure: Iterable[str], name: str, budget: Budget) -> None:
+    """The brackets and commas of a JSON text in order: DocumentError where it first nests or holds too much."""
     depth = values = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for char in structure:
+        if char in "[{":
             depth += 1
             values += 1
             if depth > budget.max_depth:
                 raise DocumentError(f"{name}: nested more than {budget.max_depth} levels deep{budget.not_content}")
         elif char in "]}":
             depth -= 1
-        elif char == ",":
+        else:
             values += 1
         if values > budget.max_nodes:
             raise DocumentError(f"{name}: holds more than {budget.max_nodes} values{budget.not_content}")

@@ -244,13 +244,12 @@ class PinnedSession(requests.Session):
         """A response hook (every hop, before a byte of the body is read): a body declared too large is refused
         (unless its caller streams it: it reads what it needs); any is read through `BoundedBody`, requests' own
         `Response.raw` stream wrapped."""
-        name = answer_name(response)
         declared = response.headers.get("Content-Length", "")
         streamed = kwargs.get("stream") and 200 <= response.status_code < 300  # read in part: a trace
         if declared.isdigit() and int(declared) > self.budget.max_bytes and not streamed:
             response.close()
-            raise BadAnswer(_too_large(name, self.budget.max_bytes))
-        response.raw = BoundedBody(response.raw, self.budget.max_bytes, name)
+            raise BadAnswer(_too_large(answer_name(response), self.budget.max_bytes))
+        response.raw = BoundedBody(response.raw, self.budget.max_bytes, functools.partial(answer_name, response))
         return response
 
 
@@ -283,10 +282,11 @@ def _too_large(name: str, limit: int) -> str:
 class BoundedBody:
     """A response's body as requests reads it (`Response.raw`, urllib3's stream): BadAnswer once more than
     `limit` bytes (decoded: a gzip bomb counts as what it expands to) or `ANSWER_SECONDS` have gone by, the
-    connection closed; a larger body is never held whole."""
+    connection closed; a larger body is never held whole. `name` is asked for only when the body is refused (it
+    escapes the URL's path: a run reads hundreds of answers, and refuses few)."""
 
-    def __init__(self, raw: Any, limit: int, name: str) -> None:
-        self._raw, self.limit, self.name = raw, limit, name
+    def __init__(self, raw: Any, limit: int, name: Callable[[], str]) -> None:
+        self._raw, self.limit, self._name = raw, limit, name
         self.count = 0
         self._deadline = time.monotonic() + ANSWER_SECONDS
 
@@ -305,10 +305,10 @@ class BoundedBody:
         self.count += len(chunk)
         if self.count > self.limit:
             self._raw.close()
-            raise BadAnswer(_too_large(self.name, self.limit))
+            raise BadAnswer(_too_large(self._name(), self.limit))
         if time.monotonic() > self._deadline:
             self._raw.close()
-            raise BadAnswer(f"{self.name}: still arriving after {ANSWER_SECONDS} s: stopped")
+            raise BadAnswer(f"{self._name()}: still arriving after {ANSWER_SECONDS} s: stopped")
 
     def __getattr__(self, name: str) -> Any:  # the rest of urllib3's response: close, release_conn, reason...
         return getattr(self._raw, name)

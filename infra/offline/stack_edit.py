@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from infra.documents import STACK_FILE, DocumentError, check_yaml_events, read_text
+from infra.documents import STACK_FILE, DocumentError, compose_checked, read_text
 from infra.offline.cli_yaml import CliYamlLoader
 from infra.offline.stack_config import StackFileError, load_stack_config
 
@@ -198,8 +198,7 @@ class _Tree:
     def __init__(self, text: str, name: str, project: str) -> None:
         self.text, self.name = text, name
         try:
-            check_yaml_events(text, name, STACK_FILE, yaml.SafeLoader)
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
+            root = compose_checked(text, name, STACK_FILE)  # checked, then composed: one parse
         except DocumentError as err:
             raise EditError(str(err)) from None
         except yaml.YAMLError as err:

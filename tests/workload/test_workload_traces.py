@@ -11,6 +11,7 @@ import math
 import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from support.fake_gitlab import Drop, FakeGitLab, Raw, running
-from support.workload_history import COLD, POOLS, TIME_ZONE, WARM, traced_job
+from support.workload_history import COLD, POOLS, SCHEDULES, TIME_ZONE, WARM, Figures, build_history, traced_job
 from test_workload_gitlab import HISTORY, READER, UNTIL, _history, _run
 
 from infra.config.pools import PoolSpec
@@ -33,6 +34,18 @@ SINCE = UNTIL - timedelta(days=14)
 @pytest.fixture
 def gitlab() -> Iterator[FakeGitLab]:
     with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history(HISTORY))) as server:
+        yield server
+
+
+ONE_WEEK = Figures(days=7, before_window_days=1, schedules=(replace(SCHEDULES[0], times=("09:10",)), *SCHEDULES[1:]))
+"""A week, one merge request a day (112 traced jobs; HISTORY has 424): the history around the one trace whose
+answer a test chooses (what the other traces cost is not what those tests are about)."""
+ONE_WEEK_HISTORY = build_history(UNTIL, ONE_WEEK)
+
+
+@pytest.fixture
+def one_week() -> Iterator[FakeGitLab]:
+    with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history(ONE_WEEK_HISTORY))) as server:
         yield server
 
 
@@ -201,7 +214,12 @@ HUGE = 2 << 30
 
 
 def _first_traced() -> dict[str, Any]:
-    return next(job for job in HISTORY if job.get("_prepare") is not None and _in_window(job))
+    return next(job for job in ONE_WEEK_HISTORY if job.get("_prepare") is not None)
+
+
+def _never_ended(jobs: list[dict[str, Any]]) -> int:
+    """The jobs of the window with a trace whose prepare never ended (they failed waiting for their pod)."""
+    return len([job for job in jobs if job.get("_trace") is not None and job["_prepare"] is None and _in_window(job)])
 
 
 def _endless(prefix: bytes) -> Iterator[bytes]:
@@ -224,16 +242,17 @@ def _endless(prefix: bytes) -> Iterator[bytes]:
     ids=["no-section", "two-starts", "binary", "2-GiB", "404", "500", "502-deep-json", "dropped"],
 )
 def test_a_hostile_or_failed_trace_costs_a_bounded_read_and_one_note(
-    answer: Any, note: str, stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+    answer: Any, note: str, stack: Path, one_week: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    gitlab = one_week
     assert gitlab.ci_history is not None
     job = _first_traced()
     gitlab.ci_history.traces[job["id"]] = answer
-    assert _run(stack, gitlab) == 0
+    assert _run(stack, gitlab, "--days", "7") == 0
     err = capsys.readouterr().err
     [line] = [line for line in err.splitlines() if line.startswith("note: the prepare time")]
-    traced = len(_traced(HISTORY))
-    assert line.startswith(f"note: the prepare time of {traced - 1} of {traced + 4} training jobs is known"), line
+    traced, wanted = len(_traced(ONE_WEEK_HISTORY)), len(_traced(ONE_WEEK_HISTORY)) + _never_ended(ONE_WEEK_HISTORY)
+    assert line.startswith(f"note: the prepare time of {traced - 1} of {wanted} training jobs is known"), line
     assert note in line and "Traceback" not in err
     assert gitlab.bytes_sent < 64 << 20  # the 2 GiB trace was not read through
     assert len([r for r in gitlab.requests if r.path.endswith(f"/jobs/{job['id']}/trace")]) == 1  # no retry
@@ -244,7 +263,7 @@ def test_a_refused_trace_stops_the_reads_and_the_run_goes_on(
     status: int, said: str, stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gitlab.ci_history is not None
-    job = _first_traced()
+    job = next(job for job in HISTORY if job.get("_prepare") is not None and _in_window(job))
     gitlab.ci_history.traces[job["id"]] = (status, {"message": said})
     assert _run(stack, gitlab) == 0
     err = capsys.readouterr().err
@@ -255,16 +274,17 @@ def test_a_refused_trace_stops_the_reads_and_the_run_goes_on(
 
 
 def test_a_trace_of_another_time_is_not_a_figure(
-    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
+    stack: Path, one_week: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Times in the future, or before the job was created: the marker times are not this job's."""
+    gitlab = one_week
     assert gitlab.ci_history is not None
-    first, second = _traced(HISTORY)[:2]
+    first, second = _traced(ONE_WEEK_HISTORY)[:2]
     future = int((datetime.now(UTC) + timedelta(days=30)).timestamp())
     for job, at in ((first, future), (second, 1_000_000_000)):
         text = f"section_start:{at}:prepare_script\r\x1b[0K\nsection_end:{at + 60}:prepare_script\r\x1b[0K\n"
         gitlab.ci_history.traces[job["id"]] = Raw(text.encode(), "text/plain")
-    assert _run(stack, gitlab) == 0
+    assert _run(stack, gitlab, "--days", "7") == 0
     err = capsys.readouterr().err
     assert "1 a prepare before the job was created" in err and "1 a prepare time in the future" in err
 
