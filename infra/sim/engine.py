@@ -53,7 +53,7 @@ from infra.sim.results import JobResult, SimResult
 from infra.sim.runners import ManagerState, RunnerState
 from infra.sim.scenario import MS_PER_MINUTE, Scenario, Upgrade, check_scenario, to_ms
 from infra.sim.schedule import Schedule
-from infra.sim.state import JobState, NodeState
+from infra.sim.state import JobState, NodeState, PoolState
 
 
 def simulate(scenario: Scenario) -> SimResult:
@@ -64,6 +64,19 @@ def simulate(scenario: Scenario) -> SimResult:
     return simulation.result()
 
 
+Dispatched = tuple[list[JobState], dict[str, PoolState]]
+"""A run's records: every attempt's `JobState` in id order, and each pool's `PoolState`, by name."""
+
+
+def simulate_states(scenario: Scenario) -> Dispatched:
+    """`simulate` without its `SimResult`: every attempt's record (whole milliseconds) in id order and each pool's
+    state at the end, for a caller that reads a few figures of many runs (`infra.sim.pool_runs`)."""
+    check_scenario(scenario)
+    simulation = _Simulation(scenario)
+    simulation.run()
+    return sorted(simulation.jobs.values(), key=lambda j: j.spec.id), simulation.cluster.pools
+
+
 class _Simulation:
     def __init__(self, scenario: Scenario) -> None:
         self.restart = to_ms("manager_restart_minutes", scenario.manager_restart_minutes)
@@ -71,6 +84,10 @@ class _Simulation:
             j.id: JobState(j, to_ms("minutes", j.minutes), j.exact_utilization, to_ms("created", j.created_minute))
             for j in scenario.jobs
         }
+        tables: dict[tuple[Fraction, str], dict[int, Fraction]] = {}  # jobs alike share their rates (`JobState.rates`)
+        for job in self.jobs.values():
+            if job.utilization is not None:
+                job.rates = tables.setdefault((job.utilization, job.spec.pool), {})
         sharers = max(p.full_gpu for p in scenario.pools)
         attempts = len(self.jobs) * (1 + max((j.retry_max for j in scenario.jobs), default=0))
         budget = 16 + attempts * (12 + 2 * sharers)
@@ -201,6 +218,7 @@ class _Simulation:
             now,
             first_id=job.first_id,
             attempt=job.attempt + 1,
+            rates=job.rates,
         )
         self.jobs[retry.spec.id] = retry
         self.next_id += 1
@@ -230,10 +248,10 @@ class _Simulation:
         return SimResult(
             jobs=tuple(_job_result(j) for j in jobs),
             pools=tuple(p.result(last_end) for p in self.cluster.pools.values()),
-            makespan=_minutes(last_end - first) if jobs else Fraction(0),
-            longest_wait=_minutes(max(waits)) if waits else None,
+            makespan=ms_minutes(last_end - first) if jobs else Fraction(0),
+            longest_wait=ms_minutes(max(waits)) if waits else None,
             failed_by_reason=failed,
-            end=_minutes(end),
+            end=ms_minutes(end),
             retried_by_reason=retried,
         )
 
@@ -244,10 +262,10 @@ def _job_result(job: JobState) -> JobResult:
         id=job.spec.id,
         name=job.spec.name,
         pool=job.spec.pool,
-        created=_minutes(job.created),
-        taken=None if job.taken is None else _minutes(job.taken),
-        started=None if job.started is None else _minutes(job.started),
-        finished=_minutes(job.ended),
+        created=ms_minutes(job.created),
+        taken=None if job.taken is None else ms_minutes(job.taken),
+        started=None if job.started is None else ms_minutes(job.started),
+        finished=ms_minutes(job.ended),
         runner=None if job.manager is None else job.manager.runner.spec.name,
         manager=None if job.manager is None else job.manager.generation,
         node=None if job.node is None else job.node.name,
@@ -261,6 +279,6 @@ def _job_result(job: JobState) -> JobResult:
 
 
 @functools.lru_cache(maxsize=65536)
-def _minutes(ms: int) -> Fraction:
+def ms_minutes(ms: int) -> Fraction:
     """Milliseconds as a Fraction of a minute (remembered: a week's times recur from candidate to candidate)."""
     return Fraction(ms, MS_PER_MINUTE)
