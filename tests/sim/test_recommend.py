@@ -244,7 +244,7 @@ def test_the_budget_cuts_the_search_with_a_line(capsys: pytest.CaptureFixture[st
 
 @pytest.fixture(scope="session")
 def dev_report() -> SearchReport:
-    """The full search of the dev stack (some 10 s of CPU), shared by the tests that only read it: per session, as
+    """The full search of the dev stack (223 candidates, 957 pool weeks dispatched), shared by the tests that only read it: per session, as
     the worker of their xdist group may run other modules' tests between them (a module fixture would be made again)."""
     return _search(_dev())
 
