@@ -154,7 +154,13 @@ class Cluster:
         count, mps, replicas = len(sharers), pool.spec.mps, pool.spec.replicas
         for job in sharers:
             utilization = job.utilization
-            rate = FULL_SPEED if utilization is None else slowdown(utilization, count, mps=mps, replicas=replicas)
+            if utilization is None:
+                rate = FULL_SPEED
+            else:
+                known = job.rates.get(count)
+                if known is None:
+                    known = job.rates[count] = slowdown(utilization, count, mps=mps, replicas=replicas)
+                rate = known
             if job.version and (rate is job.rate_slowdown or rate == job.rate_slowdown):
                 continue
             job.rate_slowdown = rate

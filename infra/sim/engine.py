@@ -46,14 +46,26 @@ import functools
 from dataclasses import replace
 from fractions import Fraction
 
-from infra.sim import schedule as events
 from infra.sim.cluster import Cluster
 from infra.sim.gitlab import GitlabQueue
 from infra.sim.results import JobResult, SimResult
 from infra.sim.runners import ManagerState, RunnerState
 from infra.sim.scenario import MS_PER_MINUTE, Scenario, Upgrade, check_scenario, to_ms
-from infra.sim.schedule import Schedule
-from infra.sim.state import JobState, NodeState
+from infra.sim.schedule import (
+    CREATED,
+    DROP,
+    FINISH,
+    JOB_DEADLINE,
+    MANAGER_START,
+    NODE_READY,
+    POLL_DEADLINE,
+    RESUME,
+    SCALE_DOWN,
+    UPGRADE,
+    WARM,
+    Schedule,
+)
+from infra.sim.state import JobState, NodeState, PoolState
 
 
 def simulate(scenario: Scenario) -> SimResult:
@@ -64,6 +76,19 @@ def simulate(scenario: Scenario) -> SimResult:
     return simulation.result()
 
 
+Dispatched = tuple[list[JobState], dict[str, PoolState]]
+"""A run's records: every attempt's `JobState` in id order, and each pool's `PoolState`, by name."""
+
+
+def simulate_states(scenario: Scenario) -> Dispatched:
+    """`simulate` without its `SimResult`: every attempt's record (whole milliseconds) in id order and each pool's
+    state at the end, for a caller that reads a few figures of many runs (`infra.sim.pool_runs`)."""
+    check_scenario(scenario)
+    simulation = _Simulation(scenario)
+    simulation.run()
+    return sorted(simulation.jobs.values(), key=lambda j: j.spec.id), simulation.cluster.pools
+
+
 class _Simulation:
     def __init__(self, scenario: Scenario) -> None:
         self.restart = to_ms("manager_restart_minutes", scenario.manager_restart_minutes)
@@ -71,6 +96,10 @@ class _Simulation:
             j.id: JobState(j, to_ms("minutes", j.minutes), j.exact_utilization, to_ms("created", j.created_minute))
             for j in scenario.jobs
         }
+        tables: dict[tuple[Fraction, str], dict[int, Fraction]] = {}  # jobs alike share their rates (`JobState.rates`)
+        for job in self.jobs.values():
+            if job.utilization is not None:
+                job.rates = tables.setdefault((job.utilization, job.spec.pool), {})
         sharers = max(p.full_gpu for p in scenario.pools)
         attempts = len(self.jobs) * (1 + max((j.retry_max for j in scenario.jobs), default=0))
         budget = 16 + attempts * (12 + 2 * sharers)
@@ -89,58 +118,61 @@ class _Simulation:
         """GitLab's next build id: a retry is a new job at the end of the queue."""
         for job in self.jobs.values():
             job.first_id = job.spec.id
-            self.schedule.push(job.created, events.CREATED, job)
+            self.schedule.push(job.created, CREATED, job)
         for upgrade in scenario.upgrades:
-            self.schedule.push(to_ms("at", upgrade.at_minute), events.UPGRADE, upgrade)
+            self.schedule.push(to_ms("at", upgrade.at_minute), UPGRADE, upgrade)
 
     def run(self) -> None:
-        while (now := self.schedule.next_time()) is not None:
-            while (event := self.schedule.pop_at(now)) is not None:
-                self._handle(now, *event)
-            self._settle(now)
+        heap, pop, handle, settle = self.schedule.heap, self.schedule.pop, self._handle, self._settle
+        while heap:
+            now = heap[0][0]
+            while heap and heap[0][0] == now:  # every event due now, in the schedule's order
+                handle(now, *pop())
+            settle(now)
 
     def _handle(self, now: int, kind: int, payload: object) -> None:  # noqa: PLR0912 - one branch per event kind
-        if kind == events.CREATED:
-            assert isinstance(payload, JobState)
-            at, cause = self.queue.enqueue(payload, now)
-            self.schedule.push(at, events.DROP, (payload, cause))
-        elif kind == events.DROP:
-            assert isinstance(payload, tuple)
-            job, cause = payload
-            if job.state == "queued":
-                self._end(job, now, "stuck_or_timeout_failure", cause)
-        elif kind == events.POLL_DEADLINE:
-            assert isinstance(payload, JobState)
-            if payload.state == "pending":
-                self._end(payload, now, "runner_system_failure", "poll_timeout")
-        elif kind == events.JOB_DEADLINE:
-            assert isinstance(payload, JobState)
-            if payload.state in ("pending", "running"):
-                self._end(payload, now, "job_execution_timeout", "job_timeout")
-        elif kind == events.FINISH:
+        # the kinds in the order they are most often due (a rescheduled job leaves stale finish events)
+        if kind == FINISH:
             assert isinstance(payload, tuple)
             job, version = payload
             if job.state == "running" and job.version == version:
                 self._end(job, now, None, None)
-        elif kind == events.NODE_READY:
-            assert isinstance(payload, NodeState)
-            self.cluster.node_ready(payload, now)
-        elif kind == events.RESUME:
-            pass  # a stock-out ended: the autoscaler looks again when the instant settles
-        elif kind == events.WARM:
+        elif kind == CREATED:
+            assert isinstance(payload, JobState)
+            at, cause = self.queue.enqueue(payload, now)
+            self.schedule.push(at, DROP, (payload, cause))
+        elif kind == POLL_DEADLINE:
+            assert isinstance(payload, JobState)
+            if payload.state == "pending":
+                self._end(payload, now, "runner_system_failure", "poll_timeout")
+        elif kind == JOB_DEADLINE:
+            assert isinstance(payload, JobState)
+            if payload.state in ("pending", "running"):
+                self._end(payload, now, "job_execution_timeout", "job_timeout")
+        elif kind == DROP:
             assert isinstance(payload, tuple)
-            pool, nodes = payload
-            self.cluster.warm(pool, nodes, now)
-        elif kind == events.SCALE_DOWN:
+            job, cause = payload
+            if job.state == "queued":
+                self._end(job, now, "stuck_or_timeout_failure", cause)
+        elif kind == SCALE_DOWN:
             assert isinstance(payload, tuple)
             node, version = payload
             self.cluster.scale_down(node, version, now)
-        elif kind == events.UPGRADE:
+        elif kind == NODE_READY:
+            assert isinstance(payload, NodeState)
+            self.cluster.node_ready(payload, now)
+        elif kind == WARM:
+            assert isinstance(payload, tuple)
+            pool, nodes = payload
+            self.cluster.warm(pool, nodes, now)
+        elif kind == RESUME:
+            pass  # a stock-out ended: the autoscaler looks again when the instant settles
+        elif kind == UPGRADE:
             assert isinstance(payload, Upgrade)
             for runner in self.runners:
                 if (payload.runner is None or runner.spec.name == payload.runner) and runner.upgrade():
-                    self.schedule.push(now + self.restart, events.MANAGER_START, runner)
-        elif kind == events.MANAGER_START:
+                    self.schedule.push(now + self.restart, MANAGER_START, runner)
+        elif kind == MANAGER_START:
             assert isinstance(payload, RunnerState)
             payload.start_manager()
 
@@ -174,8 +206,8 @@ class _Simulation:
         job.state = "pending"
         manager.held += 1
         self.cluster.add_pod(job)
-        self.schedule.push(now + runner.poll, events.POLL_DEADLINE, job)
-        self.schedule.push(now + runner.timeout, events.JOB_DEADLINE, job)
+        self.schedule.push(now + runner.poll, POLL_DEADLINE, job)
+        self.schedule.push(now + runner.timeout, JOB_DEADLINE, job)
 
     def _end(self, job: JobState, now: int, reason: str | None, cause: str | None) -> None:
         """A job ends (success when reason is None): free its GPU share, its node slot, its runner slot; a
@@ -190,7 +222,7 @@ class _Simulation:
         manager = job.manager
         assert manager is not None
         if manager.runner.release(manager):
-            self.schedule.push(now + self.restart, events.MANAGER_START, manager.runner)
+            self.schedule.push(now + self.restart, MANAGER_START, manager.runner)
 
     def _retry(self, job: JobState, now: int) -> None:
         job.retried = True
@@ -201,10 +233,11 @@ class _Simulation:
             now,
             first_id=job.first_id,
             attempt=job.attempt + 1,
+            rates=job.rates,
         )
         self.jobs[retry.spec.id] = retry
         self.next_id += 1
-        self.schedule.push(now, events.CREATED, retry)
+        self.schedule.push(now, CREATED, retry)
 
     def _settle(self, now: int) -> None:
         while self.cluster.bind(now) | self._dispatch(now):
@@ -230,10 +263,10 @@ class _Simulation:
         return SimResult(
             jobs=tuple(_job_result(j) for j in jobs),
             pools=tuple(p.result(last_end) for p in self.cluster.pools.values()),
-            makespan=_minutes(last_end - first) if jobs else Fraction(0),
-            longest_wait=_minutes(max(waits)) if waits else None,
+            makespan=ms_minutes(last_end - first) if jobs else Fraction(0),
+            longest_wait=ms_minutes(max(waits)) if waits else None,
             failed_by_reason=failed,
-            end=_minutes(end),
+            end=ms_minutes(end),
             retried_by_reason=retried,
         )
 
@@ -244,10 +277,10 @@ def _job_result(job: JobState) -> JobResult:
         id=job.spec.id,
         name=job.spec.name,
         pool=job.spec.pool,
-        created=_minutes(job.created),
-        taken=None if job.taken is None else _minutes(job.taken),
-        started=None if job.started is None else _minutes(job.started),
-        finished=_minutes(job.ended),
+        created=ms_minutes(job.created),
+        taken=None if job.taken is None else ms_minutes(job.taken),
+        started=None if job.started is None else ms_minutes(job.started),
+        finished=ms_minutes(job.ended),
         runner=None if job.manager is None else job.manager.runner.spec.name,
         manager=None if job.manager is None else job.manager.generation,
         node=None if job.node is None else job.node.name,
@@ -261,6 +294,6 @@ def _job_result(job: JobState) -> JobResult:
 
 
 @functools.lru_cache(maxsize=65536)
-def _minutes(ms: int) -> Fraction:
+def ms_minutes(ms: int) -> Fraction:
     """Milliseconds as a Fraction of a minute (remembered: a week's times recur from candidate to candidate)."""
     return Fraction(ms, MS_PER_MINUTE)

@@ -131,6 +131,23 @@ def job_tags(platform: Platform, job: PlannedJob) -> tuple[str, ...]:
     return expand(platform.profiles[job.profile].tags, source)
 
 
+def _tags(
+    platform: Platform,
+    job: PlannedJob,
+    found: dict[tuple[str, JobClass], frozenset[str]],
+    single: tuple[str, ...] | None,
+) -> frozenset[str]:
+    """`job_tags` as a set (`single`: those tags instead), a profile's template's expanded once per class."""
+    if single is not None:
+        return frozenset(single)
+    if job.tags is not None:
+        return frozenset(job.tags)
+    key = (job.profile, job.job_class)
+    if key not in found:
+        found[key] = frozenset(job_tags(platform, job))
+    return found[key]
+
+
 def scenario(
     platform: Platform,
     jobs: Sequence[PlannedJob],
@@ -165,17 +182,19 @@ def scenario(
     utilization = {
         name: load.gpu_utilization for name, load in (workload.profiles.items() if workload is not None else ())
     }
+    tags: dict[tuple[str, JobClass], frozenset[str]] = {}  # a template's tags, expanded once per class
+    retry_when = frozenset() if single else frozenset(RETRY_WHEN)
     sim_jobs = tuple(
         SimJob(
             id=index,
             name=job.name,
-            tags=frozenset(single_tags if single else job_tags(platform, job)),
+            tags=_tags(platform, job, tags, single_tags if single else None),
             pool=job.pool or platform.profiles[job.profile].pool,
-            minutes=job.minutes * slower,
+            minutes=job.minutes if slower == 1 and type(job.minutes) is Fraction else job.minutes * slower,
             gpu_utilization=utilization.get(job.profile),
             created_minute=job.created_minute,
             retry_max=0 if single else RETRY_MAX,
-            retry_when=frozenset() if single else frozenset(RETRY_WHEN),
+            retry_when=retry_when,
         )
         for index, job in enumerate(jobs, start=1)
     )

@@ -20,11 +20,11 @@ from fractions import Fraction
 
 from infra.model.platform import Platform
 from infra.sim.arrivals import DAYS
-from infra.sim.engine import simulate
+from infra.sim.engine import Dispatched, ms_minutes, simulate_states
 from infra.sim.levers import Levers
 from infra.sim.platform_scenario import PlannedJob, scenario
-from infra.sim.results import SimResult
-from infra.sim.scenario import Scenario
+from infra.sim.scenario import MS_PER_MINUTE, Scenario
+from infra.sim.state import JobState
 
 MINUTES_PER_WEEK = DAYS * 24 * 60
 SLOWER = Fraction(11, 10)
@@ -119,7 +119,8 @@ class PoolRuns:
     """Runs pools' candidates, each scenario once."""
 
     def __init__(self) -> None:
-        self.cache: dict[Scenario, Week] = {}
+        self.cache: dict[int, list[tuple[Scenario, Week]]] = {}
+        """By the scenario's hash, worked out once per lookup (a scenario's hash walks every job's Fractions)."""
         self.simulated = 0
         """Scenarios actually dispatched (a cached one is not counted again)."""
 
@@ -138,11 +139,14 @@ class PoolRuns:
     ) -> Week:
         """One variant of the pool's week (dispatched once per scenario)."""
         built = pool_scenario(platform, pool, jobs, variant, week=week)
-        cached = self.cache.get(built)
-        if cached is None:
-            self.simulated += 1
-            cached = self.cache[built] = week_of(built, jobs, simulate(built))
-        return cached
+        bucket = self.cache.setdefault(hash(built), [])
+        for scenario_run, cached in bucket:
+            if scenario_run == built:
+                return cached
+        self.simulated += 1
+        found = week_of(built, jobs, simulate_states(built))
+        bucket.append((built, found))
+        return found
 
 
 def pool_scenario(
@@ -157,36 +161,51 @@ def pool_scenario(
     )
 
 
-def week_of(built: Scenario, jobs: Sequence[PlannedJob], result: SimResult) -> Week:
-    """What the search keeps of a pool's run."""
-    sums = result.waits()
-    requests = [final for job, final in zip(jobs, result.finals, strict=True) if job.job_class == "merge_request"]
+def week_of(built: Scenario, jobs: Sequence[PlannedJob], states: Dispatched) -> Week:
+    """What the search keeps of a pool's run, read off the run's records in whole milliseconds (each figure the
+    one `simulate`'s `SimResult` gives: the same sums and orders, in integers, made minutes at the end)."""
+    records, pools = states
+    sums: dict[int, tuple[int, int]] = {}
+    last: dict[int, JobState] = {}
+    for job in records:  # in id order: a job's later attempt comes after its earlier ones
+        assert job.ended is not None
+        slot = (job.taken if job.taken is not None else job.ended) - job.created
+        node = 0 if job.taken is None else (job.started if job.started is not None else job.ended) - job.taken
+        earlier = sums.get(job.first_id)
+        sums[job.first_id] = (slot, node) if earlier is None else (earlier[0] + slot, earlier[1] + node)
+        last[job.first_id] = job
+    finals = [last[first] for first in sorted(last)]
+    requests = [final for job, final in zip(jobs, finals, strict=True) if job.job_class == "merge_request"]
     waits = sorted(
         (slot + node, slot, node)
         for final in requests
-        if final.outcome == "success"
+        if final.reason is None
         for slot, node in (sums[final.first_id],)
     )
     (pool,) = built.pools
     shared = next(r for r in built.runners if r.name == pool.name)  # the held slots' runner is `<pool>-mr`
-    simulated = result.pool(pool.name)
-    held_by_shared = _peak(result, shared.name)
-    runs = [j.finished - j.started for j in result.jobs if j.started is not None and j.outcome == "success"]
+    simulated = pools[pool.name]
+    scaled = 0
+    for n in simulated.nodes:
+        if not n.warm:
+            assert n.removed is not None
+            scaled += -(-(n.removed - n.created) // MS_PER_MINUTE)  # billed per started minute
+    held_by_shared = _peak([j for j in records if j.manager is not None and j.manager.runner.spec.name == shared.name])
+    runs = [j.ended - j.started for j in records if j.started is not None and j.reason is None and j.ended is not None]
     return Week(
-        waits=tuple(waits),
-        failed=len(result.failed),
-        scaled_node_minutes=simulated.scaled_node_minutes,
+        waits=tuple((ms_minutes(total), ms_minutes(slot), ms_minutes(node)) for total, slot, node in waits),
+        failed=sum(1 for j in records if j.reason is not None and not j.retried),
+        scaled_node_minutes=scaled,
         capped=simulated.peak_nodes >= pool.max_nodes or held_by_shared >= shared.concurrent,
-        longest_job=max(runs, default=Fraction(0)),
+        longest_job=ms_minutes(max(runs, default=0)),
         lost=len(requests) - len(waits),
     )
 
 
-def _peak(result: SimResult, runner: str) -> int:
+def _peak(held_jobs: Sequence[JobState]) -> int:
     """The most jobs the runner held at once (taken, not ended)."""
-    held_jobs = [job for job in result.jobs if job.runner == runner and job.taken is not None]
     takes = sorted(job.taken for job in held_jobs if job.taken is not None)
-    ends = sorted(job.finished for job in held_jobs)
+    ends = sorted(job.ended for job in held_jobs if job.taken is not None and job.ended is not None)
     held = most = ended = 0
     for taken in takes:  # at one instant the ends come before the takes
         while ended < len(ends) and ends[ended] <= taken:

@@ -156,7 +156,7 @@ class SimJob:
 
     @property
     def exact_utilization(self) -> Fraction | None:
-        return None if self.gpu_utilization is None else exact_decimal(self.gpu_utilization)
+        return None if self.gpu_utilization is None else _exact_minutes(self.gpu_utilization)
 
 
 @dataclass(frozen=True)
@@ -184,12 +184,15 @@ class Scenario:
 
 def to_ms(where: str, value: float | Fraction, *, positive: bool = False) -> int:
     """Minutes to whole milliseconds, refusing what the model cannot mean (one line naming the field)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
-        raise ValueError(f"{where} must be a number of minutes, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where} must be a finite number of minutes, got {value!r}")
-    exact = _exact_minutes(value) if isinstance(value, float) else value
-    numerator, denominator = (exact, 1) if isinstance(exact, int) else (exact.numerator, exact.denominator)
+    if type(value) is Fraction:  # the usual case, without the checks below (which a Fraction passes)
+        numerator, denominator = value.numerator, value.denominator
+    else:
+        if isinstance(value, bool) or not isinstance(value, int | float | Fraction):
+            raise ValueError(f"{where} must be a number of minutes, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{where} must be a finite number of minutes, got {value!r}")
+        exact = _exact_minutes(value) if isinstance(value, float) else value
+        numerator, denominator = (exact, 1) if isinstance(exact, int) else (exact.numerator, exact.denominator)
     if numerator < 0 or (positive and numerator == 0) or numerator > MAX_MINUTES * denominator:
         low = "> 0" if positive else ">= 0"
         raise ValueError(f"{where} must be {low} and <= {MAX_MINUTES} minutes, got {value!r}")
@@ -212,7 +215,8 @@ def _boots(median: Minutes, p90: Minutes | None, most: Minutes | None, late: Min
 
 @functools.lru_cache(maxsize=65536, typed=True)  # typed: 0.1 and Fraction(0.1) are equal keys, not values
 def _exact_minutes(value: float | Fraction) -> Fraction:
-    """exact_decimal, remembered: a week's jobs share their few durations and the search re-reads them."""
+    """exact_decimal, remembered: a week's jobs share their few durations (and utilizations), and the search
+    re-reads them."""
     return exact_decimal(value)
 
 

@@ -43,6 +43,14 @@ class Schedule:
         """When the next event is due (None: the run is over)."""
         return self.heap[0][0] if self.heap else None
 
+    def pop(self) -> tuple[int, object]:
+        """The next event due, as (kind, payload) (the schedule is not empty)."""
+        _, kind, _, payload = heapq.heappop(self.heap)
+        self.handled += 1
+        if self.handled > self.budget:  # pragma: no cover - the bound in infra.sim.engine's docstring
+            raise RuntimeError(f"simulation exceeded its event bound ({self.budget})")
+        return kind, payload
+
     def pop_at(self, now: int) -> tuple[int, object] | None:
         """The next event due at `now`, as (kind, payload); None when the instant holds no more."""
         if not self.heap or self.heap[0][0] != now:

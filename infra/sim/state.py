@@ -41,6 +41,9 @@ class JobState:
     """Work left, in milliseconds alone on its GPU, as of `since` (an int while it has run at full speed)."""
     since: int = 0
     rate_slowdown: Fraction = FULL_SPEED
+    rates: dict[int, Fraction] = field(default_factory=dict)
+    """Its slowdown by the jobs on its GPU, as found (`infra.sim.cluster.slowdown`): one table for the jobs of a
+    run with its utilization and pool, so a rate is looked up by an int, not worked out and hashed again."""
     version: int = 0
     """Bumped when its finish time changes: a finish event of an older version is stale."""
     reason: str | None = None
