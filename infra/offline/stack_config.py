@@ -215,19 +215,19 @@ def _check_nodes(root: yaml.Node, loader: Any) -> None:
             continue
         seen_nodes.add(id(node))
         line = node.start_mark.line + 1
-        at = f" at {printable(where, 120)}" if where else ""
         if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
             raise StackFileError(f"{line}: a number of {len(node.value)} characters")
         if isinstance(node, yaml.ScalarNode) and (readings := _read_otherwise(node)):
             here, there = readings
             raise StackFileError(
-                f"{line}: {printable(node.value, 40)}{at} unquoted is read as {here} here and as {there}: quote it"
+                f"{line}: {printable(node.value, 40)}{_at(where)} unquoted is read as {here} here and as {there}: "
+                "quote it"
             )
         if node.tag not in _DATA_TAGS and (isinstance(node, yaml.ScalarNode) or node.tag.startswith(_YAML_TAG)):
             tag = node.tag.replace(_YAML_TAG, "!!")
             raise StackFileError(
-                f"{line}: {printable(tag, 40)}{at} makes a value no stack config holds (Pulumi hands the program "
-                "JSON): write text, a number, a boolean, a list or a mapping"
+                f"{line}: {printable(tag, 40)}{_at(where)} makes a value no stack config holds (Pulumi hands the "
+                "program JSON): write text, a number, a boolean, a list or a mapping"
             )
         if isinstance(node, yaml.MappingNode):
             keys: dict[str, yaml.Node] = {}
@@ -241,6 +241,12 @@ def _check_nodes(root: yaml.Node, loader: Any) -> None:
                 pending += ((key, where), (value, f"{where}.{step}" if where else step))
         elif isinstance(node, yaml.SequenceNode):
             pending += ((item, f"{where}[{index}]") for index, item in enumerate(node.value))
+
+
+def _at(where: str) -> str:
+    """` at <key path>` for a message about the node at `where` (nothing at the root): made only for a message,
+    not for each of a file's nodes."""
+    return f" at {printable(where, 120)}" if where else ""
 
 
 _YAML_TAG = "tag:yaml.org,2002:"
