@@ -54,7 +54,7 @@ HISTORY = build_history(UNTIL, FIGURES)
 
 
 def _week_jobs(profile: str, kind: str, name: str) -> tuple[tuple[str, str, str], ...]:
-    families = {"rl": RL_FAMILIES, "supervised": SUPERVISED_FAMILIES[:2]}[profile]
+    families = {"rl": RL_FAMILIES, "supervised": SUPERVISED_FAMILIES[:1]}[profile]
     return tuple((profile, kind, name.format(family=family)) for family in families)
 
 
@@ -64,8 +64,8 @@ WEEK = Figures(
     kinds=(
         replace(KINDS[0], failures=KINDS[0].failures[:2]),  # 30 jobs: the failures at 10 and 25
         KINDS[1],
-        replace(KINDS[2], jobs_per_day=3 * 2, failures=((12, "script_failure"), (20, "runner_system_failure"))),
-        replace(KINDS[3], jobs_per_day=2),
+        replace(KINDS[2], jobs_per_day=3, failures=((5, "script_failure"), (11, "runner_system_failure"))),
+        replace(KINDS[3], jobs_per_day=1),
     ),
     schedules=(
         Schedule(
@@ -79,12 +79,15 @@ WEEK = Figures(
         Schedule("schedule", EVERY_DAY, ("22:00",), _week_jobs("supervised", "hyperopt", "hyperopt: [{family}]")),
     ),
 )
-"""The same pipelines over one week (`--days 7`), with two supervised families of the eight (tft, mamba2): 80
-traced jobs, not HISTORY's 424. Its kinds' figures are HISTORY's but the supervised jobs a day (3 and 1 pipeline a
-day, times two families), and each failure sits within its kind's jobs of the week. The tests about something
+"""The same pipelines over one week (`--days 7`), with one supervised family of the eight (tft): 58 traced jobs,
+not HISTORY's 424, and 86 entries (one page). Its kinds' figures are HISTORY's but the supervised jobs a day (3
+and 1 pipeline a day, one family), and each failure sits within its kind's jobs of the week. The tests about something
 other than HISTORY's own counts (a `--write` edit, a 429, runner tags, another host, a hostile field) measure it,
-and its figures must come back exactly: a run is ~90 requests, not ~430."""
+and its figures must come back exactly: a run is ~65 requests, not ~430."""
 WEEK_HISTORY = build_history(UNTIL, WEEK)
+TWO_WEEKS_HISTORY = build_history(UNTIL, replace(WEEK, days=14, kinds=(*KINDS[:2], *WEEK.kinds[2:])))
+"""WEEK's pipelines over HISTORY's two weeks (`--days 14`: 166 entries, two pages; 116 traces, not 424), the rl
+kinds HISTORY's."""
 
 
 def _history(jobs: list[dict] | None = None, **kwargs: Any) -> CiHistory:
@@ -612,13 +615,14 @@ def test_the_token_never_reaches_another_host(
     builds on its own API path is fetched from the configured host instead (a GitLab behind a proxy)."""
     with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history(WEEK_HISTORY))) as other:
         assert gitlab.ci_history is not None
+        gitlab.ci_history.jobs = TWO_WEEKS_HISTORY  # two pages: a next one to link
         if how == "redirect":
             gitlab.ci_history.redirect_jobs_to = other.url
         elif how == "next-page":
             gitlab.ci_history.next_base = other.url
         else:
             gitlab.ci_history.next_url = f"{other.url}/jobs?page=2"
-        code = _run_week(stack, gitlab)
+        code = _run(stack, gitlab)
     assert other.requests == []
     err = capsys.readouterr().err
     if how == "next-page":

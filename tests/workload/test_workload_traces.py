@@ -11,7 +11,6 @@ import math
 import re
 import shutil
 from collections.abc import Iterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,18 @@ from typing import Any
 import pytest
 import yaml
 from support.fake_gitlab import Drop, FakeGitLab, Raw, running
-from support.workload_history import COLD, KINDS, POOLS, TIME_ZONE, WARM, build_history, traced_job
-from test_workload_gitlab import HISTORY, READER, UNTIL, WEEK, WEEK_HISTORY, _history, _run, _run_week, measured_history
+from support.workload_history import COLD, POOLS, TIME_ZONE, WARM, traced_job
+from test_workload_gitlab import (
+    HISTORY,
+    READER,
+    TWO_WEEKS_HISTORY,
+    UNTIL,
+    WEEK_HISTORY,
+    _history,
+    _run,
+    _run_week,
+    measured_history,
+)
 
 from infra.config.pools import PoolSpec
 from infra.offline.stack_config import PROJECT_ROOT
@@ -39,7 +48,7 @@ def gitlab() -> Iterator[FakeGitLab]:
 
 @pytest.fixture
 def one_week() -> Iterator[FakeGitLab]:
-    """WEEK_HISTORY (80 traced jobs; HISTORY has 424): the history around the one trace whose answer a test
+    """WEEK_HISTORY (58 traced jobs; HISTORY has 424): the history around the one trace whose answer a test
     chooses (what the other traces cost is not what those tests are about)."""
     with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history(WEEK_HISTORY))) as server:
         yield server
@@ -296,22 +305,20 @@ def test_the_trace_budget_spreads_its_reads_over_the_window_and_says_it_cut(
     assert f"{len(ran) - 10} traces not read: at most 10 a run" in err
 
 
-SUPERVISED_TWO_WEEKS = replace(WEEK.kinds[2], failures=KINDS[2].failures[:1])  # 60 jobs: the failure at 50
-TWO_WEEKS = build_history(UNTIL, replace(WEEK, days=14, kinds=(*KINDS[:2], SUPERVISED_TWO_WEEKS, WEEK.kinds[3])))
-"""WEEK's pipelines (two supervised families) over HISTORY's two weeks: 160 traces, not 424. Its rl kinds are
-HISTORY's, whose hyperopt p90 (of 12 jobs) is no cold start's even with the prepare in it (over one week, of 6
-jobs, it is, and the spec refuses its 162 min)."""
-
-
 def test_a_history_without_traces_measures_as_before_and_says_so(
     stack: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A GitLab whose traces are all gone (erased, expired): the figures are the job list's, durations with the
-    prepare in them, one note; nothing to replay, nothing written for the pools."""
-    bare = [{key: value for key, value in job.items() if not key.startswith("_")} for job in copy.deepcopy(TWO_WEEKS)]
+    prepare in them, one note; nothing to replay, nothing written for the pools. Two weeks (TWO_WEEKS_HISTORY): the
+    rl hyperopt p90 of 12 jobs is no cold start's even with the prepare in it (over one week, of 6 jobs, it is, and
+    the spec refuses its 162 min)."""
+    bare = [
+        {key: value for key, value in job.items() if not key.startswith("_")}
+        for job in copy.deepcopy(TWO_WEEKS_HISTORY)
+    ]
     with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history(bare))) as gitlab:
         assert _run(stack, gitlab) == 0
     err = capsys.readouterr().err
-    asked = len(_traced(TWO_WEEKS)) + _never_ended(TWO_WEEKS)  # every trace the history has: 160
+    asked = len(_traced(TWO_WEEKS_HISTORY)) + _never_ended(TWO_WEEKS_HISTORY)  # every trace the history has: 116
     assert f"not read: {asked} 404 Not Found" in err
     assert "platform.pools" not in err and "model p50" in err
