@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from support.fake_gitlab import CiHistory, FakeGitLab, Raw, running
-from test_workload_gitlab import FIGURES, HISTORY, READER, _history, _job_pages, _run, before_equals_after
+from test_workload_gitlab import READER, WEEK, WEEK_HISTORY, _history, _job_pages, _run_week, before_equals_after
 
 from infra import gitlab_api
 from infra.__main__ import main
@@ -25,13 +25,13 @@ from infra.offline.stack_config import PROJECT_ROOT, load_stack_config
 from infra.workload import gitlab_jobs
 from infra.workload.job_entries import read_job
 
-FINISHED = [job for job in sorted(HISTORY, key=lambda job: -job["id"]) if job["status"] != "skipped"]
-"""The history newest first, as the jobs list with its scope serves it."""
+FINISHED = [job for job in sorted(WEEK_HISTORY, key=lambda job: -job["id"]) if job["status"] != "skipped"]
+"""The history (WEEK's: 86 entries) newest first, as the jobs list with its scope serves it."""
 
 
 @pytest.fixture
 def gitlab() -> Iterator[FakeGitLab]:
-    state = FakeGitLab(tokens={"reader": READER}, ci_history=_history())
+    state = FakeGitLab(tokens={"reader": READER}, ci_history=_history(WEEK_HISTORY))
     with running(state) as server:
         yield server
 
@@ -77,7 +77,7 @@ def _workload(out: str) -> dict[str, Any]:
 
 
 def _assert_the_figures(section: dict[str, Any]) -> None:
-    for name, kinds in FIGURES.written().items():
+    for name, kinds in WEEK.written().items():
         assert section["profiles"][name]["kinds"] == kinds
 
 
@@ -108,17 +108,20 @@ def test_bad_entries_and_fields_are_skipped_and_counted_in_one_line(
     rl = [job for job in jobs if job["name"] == "hyperopt-ppo"]
     rl[0]["runner"] = "x"  # still rl: its tags say so
     rl[1]["tag_list"] = [1, 2]  # still rl: its runner says so
-    duplicates = [copy.deepcopy(jobs[0]), copy.deepcopy(jobs[150])]
+    duplicates = [copy.deepcopy(jobs[0]), copy.deepcopy(jobs[50])]
     assert gitlab.ci_history is not None
-    _serve(gitlab.ci_history, [*junk, *jobs[:150], *duplicates, *jobs[150:]])
+    entries = [*junk, *jobs[:50], *duplicates, *jobs[50:]]
+    _serve(gitlab.ci_history, entries, per_page=50)  # a duplicate of page 1's first job on page 2
 
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
     _assert_the_figures(_workload(out))
+    assert len(entries) == 96 and _job_pages(gitlab) == ["1", "2"]  # every entry read: 8 junk, 86 jobs, 2 twice
     [note] = [line for line in err.splitlines() if line.startswith("note: skipped")]
     assert note == (
-        "note: skipped from GitLab's answers: 8 of 500 job entries (3 not an object, 1 created_at: a time without a "
-        "timezone, 1 created_at: not an ISO 8601 time, 1 id: not a positive integer, 2 more (2 other reasons)); "
+        f"note: skipped from GitLab's answers: 8 of {len(entries)} job entries (3 not an object, 1 created_at: a "
+        "time without a timezone, 1 created_at: not an ISO 8601 time, 1 id: not a positive integer, 2 more (2 other "
+        "reasons)); "
         "8 fields (2 duration: not between 0 and 31 days, 2 runner: not an object, 1 duration: not a number, "
         "1 queued_duration: not between 0 and 31 days, 2 more (2 other reasons)); 2 jobs listed twice (counted once)"
     )
@@ -186,7 +189,7 @@ def test_a_jobs_page_that_is_not_a_list_of_entries_is_refused_in_one_line(
 ) -> None:
     assert gitlab.ci_history is not None
     gitlab.ci_history.page_of, gitlab.ci_history.last_page = (lambda n: page), 1
-    assert _run(stack, gitlab, "--write") == 2
+    assert _run_week(stack, gitlab, "--write") == 2
     out, err = capsys.readouterr()
     assert out == ""
     line = _error_line(err)
@@ -202,7 +205,7 @@ def test_a_project_answer_with_bad_fields_is_used_for_what_is_sound(
     """No id: the jobs are asked for by the path given; a creation time that says nothing is left out."""
     assert gitlab.ci_history is not None
     gitlab.ci_history.project_answer = {"id": "42", "path_with_namespace": 5, "created_at": "yesterday"}
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
     _assert_the_figures(_workload(out))
     assert {r.path for r in gitlab.requests if r.path.endswith("/jobs")} == {"/api/v4/projects/ml-team%2Ftraining/jobs"}
@@ -221,7 +224,7 @@ def test_a_project_answer_that_is_no_project_is_refused_in_one_line(
 ) -> None:
     assert gitlab.ci_history is not None
     gitlab.ci_history.project_answer = answer
-    assert _run(stack, gitlab) == 2
+    assert _run_week(stack, gitlab) == 2
     assert _error_line(capsys.readouterr().err).startswith(says)
 
 
@@ -237,7 +240,7 @@ def test_an_endless_next_stops_at_the_page_budget(
     monkeypatch.setattr(gitlab_jobs, "MAX_PAGES", 6)
     assert gitlab.ci_history is not None
     gitlab.ci_history.page_of = _fresh_page
-    assert _run(stack, gitlab) == 2
+    assert _run_week(stack, gitlab) == 2
     line = _error_line(capsys.readouterr().err)
     assert line == (
         "error: GitLab's list of the jobs of ml-team/training: more than 6 pages: stopped; "
@@ -262,7 +265,7 @@ def test_the_same_page_forever_stops_at_once(
         gitlab.ci_history.page_of, gitlab.ci_history.next_page_of = _fresh_page, lambda n: 2
     else:
         gitlab.ci_history.page_of = lambda n: _fresh_page(1)
-    assert _run(stack, gitlab) == 2
+    assert _run_week(stack, gitlab) == 2
     assert _error_line(capsys.readouterr().err) == f"error: GitLab's list of the jobs of ml-team/training: {says}"
     assert len(_job_pages(gitlab)) == pages
 
@@ -273,7 +276,7 @@ def test_a_body_without_end_is_cut_off_at_the_answer_budget(
     """The server would write forever: the client stops reading past 8 MiB and says so."""
     assert gitlab.ci_history is not None
     gitlab.ci_history.page_of = lambda n: Raw(itertools.chain([b"["], itertools.repeat(b"0, " * 20_000)))
-    assert _run(stack, gitlab) == 2
+    assert _run_week(stack, gitlab) == 2
     line = _error_line(capsys.readouterr().err)
     assert line == "error: GitLab's answer to GET /api/v4/projects/42/jobs: larger than 8192 KiB, not a GitLab answer"
     assert gitlab.bytes_sent < 64 << 20
@@ -285,7 +288,7 @@ def test_a_declared_length_over_the_budget_is_not_read(
     assert gitlab.ci_history is not None
     gitlab.ci_history.page_headers = {"Content-Length": str(1 << 40)}
     gitlab.ci_history.page_of = lambda n: Raw(itertools.repeat(b" " * 65_536))
-    assert _run(stack, gitlab) == 2
+    assert _run_week(stack, gitlab) == 2
     assert "larger than 8192 KiB" in _error_line(capsys.readouterr().err)
 
 
@@ -312,9 +315,9 @@ def test_a_429_waits_what_its_headers_ask_whatever_their_form(
 ) -> None:
     headers, waited, why = case
     assert gitlab.ci_history is not None
-    _serve(gitlab.ci_history, [job for job in FINISHED if job["name"] == "train-validate-dqn"][:40])
+    _serve(gitlab.ci_history, [job for job in FINISHED if job["name"] == "train-validate-dqn"])  # 15
     gitlab.ci_history.rate_limit, gitlab.ci_history.rate_limit_headers = 1, headers
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
     assert _workload(out)["profiles"]["rl"]["kinds"]["train-validate"]["minutes_per_job"] > 0
     assert sleeps == [waited]
@@ -340,7 +343,7 @@ def test_a_429_that_asks_too_long_a_wait_gives_up_at_once(
     headers, says = case
     assert gitlab.ci_history is not None
     gitlab.ci_history.rate_limit, gitlab.ci_history.rate_limit_headers = 1, headers
-    assert _run(stack, gitlab) == 1
+    assert _run_week(stack, gitlab) == 1
     line = _error_line(capsys.readouterr().err)
     assert line == f"error: GitLab's rate limit (HTTP 429) {says}, more than 120 s: try again later"
     assert sleeps == []
@@ -357,7 +360,7 @@ def test_control_characters_from_gitlab_never_reach_the_terminal(
     failed = next(job for job in jobs if job["status"] == "failed")
     failed["failure_reason"] = "\x1b[31mscript_failure"
     _serve(gitlab.ci_history, jobs)
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
     assert "ml-team/\\x1b[2Jtraining\\nerror: forged\\u202e: " in err
     assert "failure_reason: not a GitLab failure reason" in err
@@ -365,7 +368,7 @@ def test_control_characters_from_gitlab_never_reach_the_terminal(
     assert not any(line.startswith("error") for line in err.splitlines())
 
     gitlab.answer = lambda method, path, query: (404, {"message": "404 \x1b[2J\nerror: forged"}, {})
-    assert _run(stack, gitlab) == 2
+    assert _run_week(stack, gitlab) == 2
     line = _error_line(capsys.readouterr().err)
     assert line == (
         "error: project ml-team/training not found on " + gitlab.url + ", or not visible to the token "
@@ -379,11 +382,11 @@ def test_an_error_answer_of_any_shape_is_one_short_line(
     """A 500 whose body nests 10,000 levels deep (json would raise RecursionError), then one of 1 MiB."""
     deep = Raw(b"[" * 10_000 + b"]" * 10_000)
     gitlab.answer = lambda method, path, query: (500, deep, {})
-    assert _run(stack, gitlab) == 1
+    assert _run_week(stack, gitlab) == 1
     line = _error_line(capsys.readouterr().err)
     assert line.startswith("error: GitLab answered 500 [[[[") and len(line) < 400
     gitlab.answer = lambda method, path, query: (500, Raw(b"x" * (1 << 20), "text/plain"), {})
-    assert _run(stack, gitlab) == 1
+    assert _run_week(stack, gitlab) == 1
     assert len(_error_line(capsys.readouterr().err)) < 400
 
 
@@ -395,7 +398,7 @@ def test_runner_lookups_are_bounded(stack: Path, gitlab: FakeGitLab, capsys: pyt
             job["runner"]["id"] = 100 + index
     assert gitlab.ci_history is not None
     _serve(gitlab.ci_history, jobs)
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
     _assert_the_figures(_workload(out))  # the descriptions still name the pools
     lookups = [r for r in gitlab.requests if r.path.startswith("/api/v4/runners/")]
@@ -418,7 +421,7 @@ def test_a_measured_figure_the_spec_refuses_is_neither_written_nor_printed(
     assert gitlab.ci_history is not None
     _serve(gitlab.ci_history, jobs)
     for extra in ((), ("--write",)):
-        assert _run(stack, gitlab, *extra) == 1
+        assert _run_week(stack, gitlab, *extra) == 1
         out, err = capsys.readouterr()
         assert out == ""
         line = _error_line(err)

@@ -7,18 +7,35 @@ must give those figures back exactly.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
-from support.fake_gitlab import CiHistory, FakeGitLab, Token, running
-from support.workload_history import POLL_TIMEOUT_SECONDS, RUNNERS, Figures, build_history
+from support.fake_gitlab import CiHistory, FakeGitLab, Request, Token, running
+from support.workload_history import (
+    EVERY_DAY,
+    KINDS,
+    POLL_TIMEOUT_SECONDS,
+    RL_FAMILIES,
+    RUNNERS,
+    SUPERVISED_FAMILIES,
+    WORKING_DAYS,
+    Figures,
+    Schedule,
+    build_history,
+)
 
 from infra.__main__ import main
 from infra.model.platform import load_platform
@@ -36,13 +53,51 @@ PROJECT = "ml-team/training"
 HISTORY = build_history(UNTIL, FIGURES)
 
 
+def _week_jobs(profile: str, kind: str, name: str) -> tuple[tuple[str, str, str], ...]:
+    families = {"rl": RL_FAMILIES, "supervised": SUPERVISED_FAMILIES[:1]}[profile]
+    return tuple((profile, kind, name.format(family=family)) for family in families)
+
+
+WEEK = Figures(
+    days=7,
+    before_window_days=1,
+    kinds=(
+        replace(KINDS[0], failures=KINDS[0].failures[:2]),  # 30 jobs: the failures at 10 and 25
+        KINDS[1],
+        replace(KINDS[2], jobs_per_day=3, failures=((5, "script_failure"), (11, "runner_system_failure"))),
+        replace(KINDS[3], jobs_per_day=1),
+    ),
+    schedules=(
+        Schedule(
+            "merge_request_event",
+            WORKING_DAYS,
+            ("09:10", "13:20", "17:40"),
+            _week_jobs("rl", "train-validate", "train-validate-{family}")
+            + _week_jobs("supervised", "train-validate", "train-validate-{family}"),
+        ),
+        Schedule("web", (0, 2, 4), ("13:30",), _week_jobs("rl", "hyperopt", "hyperopt-{family}")),
+        Schedule("schedule", EVERY_DAY, ("22:00",), _week_jobs("supervised", "hyperopt", "hyperopt: [{family}]")),
+    ),
+)
+"""The same pipelines over one week (`--days 7`), with one supervised family of the eight (tft): 58 traced jobs,
+not HISTORY's 424, and 86 entries (one page). Its kinds' figures are HISTORY's but the supervised jobs a day (3
+and 1 pipeline a day, one family), and each failure sits within its kind's jobs of the week. The tests about something
+other than HISTORY's own counts (a `--write` edit, a 429, runner tags, another host, a hostile field) measure it,
+and its figures must come back exactly: a run is ~65 requests, not ~430."""
+WEEK_HISTORY = build_history(UNTIL, WEEK)
+TWO_WEEKS_HISTORY = build_history(UNTIL, replace(WEEK, days=14, kinds=(*KINDS[:2], *WEEK.kinds[2:])))
+"""WEEK's pipelines over HISTORY's two weeks (`--days 14`: 166 entries, two pages; 116 traces, not 424), the rl
+kinds HISTORY's."""
+
+
 def _history(jobs: list[dict] | None = None, **kwargs: Any) -> CiHistory:
     return CiHistory(42, PROJECT, "2026-01-05T09:00:00.000Z", HISTORY if jobs is None else jobs, **kwargs)
 
 
 @pytest.fixture
 def gitlab() -> Iterator[FakeGitLab]:
-    state = FakeGitLab(tokens={"reader": READER, "repo-only": NO_API}, ci_history=_history())
+    """The fake serving WEEK_HISTORY (the tests run it with `_run_week`)."""
+    state = FakeGitLab(tokens={"reader": READER, "repo-only": NO_API}, ci_history=_history(WEEK_HISTORY))
     with running(state) as server:
         yield server
 
@@ -78,8 +133,44 @@ def _run(stack: Path, gitlab: FakeGitLab, *extra: str) -> int:
     )
 
 
+def _run_week(stack: Path, gitlab: FakeGitLab, *extra: str) -> int:
+    """A run over WEEK_HISTORY's window: the week before `--until`."""
+    return _run(stack, gitlab, "--days", "7", *extra)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One run's exit code, output and the requests the fake saw."""
+
+    code: int
+    out: str
+    err: str
+    requests: list[Request]
+
+
+@functools.cache
+def measured_history() -> Measured:
+    """`workload --from-gitlab` over HISTORY, the two weeks before 2026-11-30, on a copy of the dev stack (not
+    written): run once for the tests that only read what it printed and asked (here and in
+    test_workload_traces.py)."""
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+        path = Path(folder) / "Pulumi.dev.yaml"
+        shutil.copy(PROJECT_ROOT / "Pulumi.dev.yaml", path)
+        stack.enter_context(mock.patch.dict(os.environ, {"GITLAB_TOKEN": "reader", "NO_PROXY": "127.0.0.1"}))
+        gitlab = stack.enter_context(running(FakeGitLab(tokens={"reader": READER}, ci_history=_history())))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = _run(path, gitlab)
+        assert path.read_bytes() == (PROJECT_ROOT / "Pulumi.dev.yaml").read_bytes()
+        return Measured(code, out.getvalue(), err.getvalue(), list(gitlab.requests))
+
+
 def _job_pages(gitlab: FakeGitLab) -> list[str]:
-    return [r.query.get("page", "1") for r in gitlab.requests if r.path.endswith("/jobs")]
+    return _pages_of(gitlab.requests)
+
+
+def _pages_of(requests: list[Request]) -> list[str]:
+    return [r.query.get("page", "1") for r in requests if r.path.endswith("/jobs")]
 
 
 def _report_rows(err: str) -> dict[tuple[str, str], list[str]]:
@@ -92,11 +183,10 @@ def _report_rows(err: str) -> dict[tuple[str, str], list[str]]:
     return rows
 
 
-def test_the_measured_workload_gives_back_the_figures_the_history_was_built_from(
-    stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert _run(stack, gitlab) == 0
-    out, err = capsys.readouterr()
+def test_the_measured_workload_gives_back_the_figures_the_history_was_built_from(stack: Path) -> None:
+    run = measured_history()
+    assert run.code == 0
+    out, err = run.out, run.err
     section = yaml.safe_load(out)["workload"]
     written = FIGURES.written()
     assert section["profiles"]["rl"] == {"kinds": written["rl"]}
@@ -164,11 +254,11 @@ def test_the_measured_workload_gives_back_the_figures_the_history_was_built_from
     # Newest first, 100 a page, stopping at the window: its 475 jobs (the scope leaves the skipped ones out)
     # end on page 5, whose last jobs are older; pages 6 to 8 (the week before) are never asked for. Every job's
     # entry says its pipeline's source: no pipeline is asked for.
-    assert gitlab.requests[0].path == "/api/v4/projects/ml-team%2Ftraining"
-    jobs_requests = [r for r in gitlab.requests if r.path.endswith("/jobs")]
-    assert _job_pages(gitlab) == [str(n) for n in range(1, 6)]
+    assert run.requests[0].path == "/api/v4/projects/ml-team%2Ftraining"
+    jobs_requests = [r for r in run.requests if r.path.endswith("/jobs")]
+    assert _pages_of(run.requests) == [str(n) for n in range(1, 6)]
     assert all(r.query["per_page"] == "100" for r in jobs_requests)
-    assert not [r for r in gitlab.requests if "/pipelines/" in r.path]
+    assert not [r for r in run.requests if "/pipelines/" in r.path]
     progress = [line for line in err.splitlines() if line.startswith("reading jobs")]
     assert progress[0] == "reading jobs of ml-team/training: page 1, back to 2026-11-29 21:00 UTC (0 jobs read)"
     assert progress[-1] == "reading jobs of ml-team/training: page 5, back to 2026-11-17 16:40 UTC (400 jobs read)"
@@ -223,14 +313,14 @@ def test_write_changes_the_measured_kinds_and_nothing_else(
     stack: Path, gitlab: FakeGitLab, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = stack.read_text(encoding="utf-8")
-    assert _run(stack, gitlab, "--write") == 0
+    assert _run_week(stack, gitlab, "--write") == 0
     out, err = capsys.readouterr()
     assert out == ""
     assert f"wrote platform.workload into {stack}" in err
     after, cold = _without_cold_starts(stack.read_text(encoding="utf-8").splitlines())
     assert cold == {"ci-compile": 9, "ci-training": 10}  # each pool's measured median (540 and 600 s)
     assert _without_kinds(after) == _without_kinds(before.splitlines())
-    written = FIGURES.written()
+    written = WEEK.written()
     rl, supervised = after.index("        rl:"), after.index("        supervised:")
     assert after[rl + 1 : rl + 1 + 17] == _kinds_block(written["rl"])
     assert after[supervised + 1 : supervised + 2 + 17] == [
@@ -244,7 +334,7 @@ def test_write_changes_the_measured_kinds_and_nothing_else(
 
     # Written again: the same file (block style, as it now is), byte for byte.
     text = stack.read_text(encoding="utf-8")
-    assert _run(stack, gitlab, "--write") == 0
+    assert _run_week(stack, gitlab, "--write") == 0
     assert stack.read_text(encoding="utf-8") == text
 
 
@@ -284,11 +374,11 @@ def test_write_converts_a_profile_level_workload_to_kinds_keeping_its_comments(
     before = _with_workload(LEGACY_WORKLOAD)
     stack.write_text(before, encoding="utf-8")
     assert load_platform(load_stack_config("dev", path=stack).get("platform")).spec.workload is not None
-    assert _run(stack, gitlab, "--write") == 0
+    assert _run_week(stack, gitlab, "--write") == 0
     err = capsys.readouterr().err
     assert "batches_per_day                                           3        3.6            (removed)" in err
     assert "profiles.rl.jobs_per_day                                  12       -              (removed)" in err
-    written = FIGURES.written()
+    written = WEEK.written()
     expected = [
         "    workload:",
         "      time_zone: Europe/Paris",
@@ -324,10 +414,10 @@ def test_write_turns_a_flow_style_workload_into_block_style_kinds(
         "minutes_per_job: 40, gpu_utilization: 0.34}}\n"
     )
     stack.write_text(_with_workload(flow), encoding="utf-8")
-    assert _run(stack, gitlab, "--write") == 0
+    assert _run_week(stack, gitlab, "--write") == 0
     lines = stack.read_text(encoding="utf-8").splitlines()
     rl = lines.index("        rl:")
-    assert lines[rl - 1 : rl + 1 + 17] == ["      profiles:", "        rl:", *_kinds_block(FIGURES.written()["rl"])]
+    assert lines[rl - 1 : rl + 1 + 17] == ["      profiles:", "        rl:", *_kinds_block(WEEK.written()["rl"])]
     workload = load_platform(load_stack_config("dev", path=stack).get("platform")).spec.workload
     assert workload is not None
     assert workload.profiles["supervised"].gpu_utilization == 0.34
@@ -342,7 +432,7 @@ def test_write_adds_a_workload_section_a_stack_does_not_have(
     start, end = text.index("    # The week the simulation runs"), text.index("    # Merge-request jobs start within")
     stack = tmp_path / "Pulumi.dev.yaml"
     stack.write_text(text[:start] + text[end:], encoding="utf-8")
-    assert _run(stack, gitlab, "--write") == 0
+    assert _run_week(stack, gitlab, "--write") == 0
     workload = load_platform(load_stack_config("dev", path=stack).get("platform")).spec.workload
     assert workload is not None
     assert workload.time_zone == "UTC"
@@ -362,9 +452,9 @@ def test_a_429_is_waited_out_with_one_line_each(
 ) -> None:
     assert gitlab.ci_history is not None
     gitlab.ci_history.rate_limit = 2
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
-    assert yaml.safe_load(out)["workload"]["profiles"]["rl"]["kinds"] == FIGURES.written()["rl"]
+    assert yaml.safe_load(out)["workload"]["profiles"]["rl"]["kinds"] == WEEK.written()["rl"]
     notices = [line for line in err.splitlines() if "rate limit" in line]
     assert notices == [
         "GitLab rate limit (HTTP 429) on /api/v4/projects/42/jobs: waiting 0 s as Retry-After "
@@ -458,21 +548,21 @@ def test_runners_known_only_by_their_tags_map_jobs_when_the_token_may_read_them(
     """Nothing in these jobs names a profile but the tags of the runner that ran them (GET /runners/:id)."""
     anonymous = [
         {**job, "name": "nightly", "tag_list": [], "runner": job["runner"] and {**job["runner"], "description": "k8s"}}
-        for job in HISTORY
+        for job in WEEK_HISTORY
     ]
     gitlab.ci_history = _history(jobs=anonymous)
     gitlab.ci_history.runners = {int(runner["id"]): list(runner["tags"]) for runner in RUNNERS.values()}
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     out, err = capsys.readouterr()
     assert "none of the" in err
     assert "note: the tags of 3 of 3 runners are not readable (403 Forbidden - No access granted; GitLab" in err
     assert out == ""
 
     gitlab.ci_history.runner_readers = frozenset({"reader"})
-    assert _run(stack, gitlab) == 0
+    assert _run_week(stack, gitlab) == 0
     profiles = yaml.safe_load(capsys.readouterr().out)["workload"]["profiles"]
     # One kind, `nightly`, in two classes of a fair share each: split, the merge requests keeping the name.
-    for name, kinds in FIGURES.written().items():
+    for name, kinds in WEEK.written().items():
         assert profiles[name]["kinds"] == {"nightly": kinds["train-validate"], "nightly-batch": kinds["hyperopt"]}
     runner_requests = sorted(r.path for r in gitlab.requests if r.path.startswith("/api/v4/runners/"))
     assert runner_requests == sorted(["/api/v4/runners/3", "/api/v4/runners/11", "/api/v4/runners/12"] * 2)
@@ -523,8 +613,9 @@ def test_the_token_never_reaches_another_host(
 ) -> None:
     """A redirect, or a `Link: rel="next"` page, on another host: nothing is sent there. A next page GitLab
     builds on its own API path is fetched from the configured host instead (a GitLab behind a proxy)."""
-    with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history())) as other:
+    with running(FakeGitLab(tokens={"reader": READER}, ci_history=_history(WEEK_HISTORY))) as other:
         assert gitlab.ci_history is not None
+        gitlab.ci_history.jobs = TWO_WEEKS_HISTORY  # two pages: a next one to link
         if how == "redirect":
             gitlab.ci_history.redirect_jobs_to = other.url
         elif how == "next-page":
@@ -551,7 +642,7 @@ def test_write_refuses_a_workload_an_anchor_shares_with_another_key(
     text = stack.read_text(encoding="utf-8").replace("    workload:\n", "    workload: &measured\n", 1)
     stack.write_text(text + "  gpu-ci:other: *measured\n", encoding="utf-8")
     before = stack.read_bytes()
-    assert _run(stack, gitlab, "--write") == 2
+    assert _run_week(stack, gitlab, "--write") == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"error: {stack.name}: writing platform.workload would also change gpu-ci:other (an anchor or an alias "
         "shares its value): write the workload without it: nothing written"
