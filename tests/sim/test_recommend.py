@@ -244,8 +244,8 @@ def test_the_budget_cuts_the_search_with_a_line(capsys: pytest.CaptureFixture[st
 
 @pytest.fixture(scope="session")
 def dev_report() -> SearchReport:
-    """The full search of the dev stack (223 candidates, 957 pool weeks dispatched), shared by the tests that only read it: per session, as
-    the worker of their xdist group may run other modules' tests between them (a module fixture would be made again)."""
+    """The full search of the dev stack (223 candidates, 957 pool weeks dispatched), made once for the tests that
+    only read it."""
     return _search(_dev())
 
 
