@@ -605,7 +605,7 @@ class running:  # noqa: N801 - used as `with running(state) as gitlab:`
                 for key, _ in selector.select():
                     if key.fileobj is self._wake:
                         return
-                    self.server._handle_request_noblock()
+                    self.server.handle_request()  # ready: its own select returns at once
 
     def __enter__(self) -> FakeGitLab:
         self.thread.start()
