@@ -103,21 +103,26 @@ class Schedule:
     """(profile, kind, job name) of each training job of a pipeline, in YAML order."""
 
 
-def _jobs(profile: str, kind: str, name: str) -> tuple[tuple[str, str, str], ...]:
-    return tuple((profile, kind, name.format(family=family)) for family in FAMILIES[profile])
+def schedules(families: dict[str, tuple[str, ...]]) -> tuple[Schedule, ...]:
+    """The history's pipelines, each running a job per family of its profile."""
+
+    def jobs(profile: str, kind: str, name: str) -> tuple[tuple[str, str, str], ...]:
+        return tuple((profile, kind, name.format(family=family)) for family in families[profile])
+
+    return (
+        Schedule(
+            "merge_request_event",
+            WORKING_DAYS,
+            ("09:10", "13:20", "17:40"),
+            jobs("rl", "train-validate", "train-validate-{family}")
+            + jobs("supervised", "train-validate", "train-validate-{family}"),
+        ),
+        Schedule("web", (0, 2, 4), ("13:30",), jobs("rl", "hyperopt", "hyperopt-{family}")),
+        Schedule("schedule", EVERY_DAY, ("22:00",), jobs("supervised", "hyperopt", "hyperopt: [{family}]")),
+    )
 
 
-SCHEDULES = (
-    Schedule(
-        "merge_request_event",
-        WORKING_DAYS,
-        ("09:10", "13:20", "17:40"),
-        _jobs("rl", "train-validate", "train-validate-{family}")
-        + _jobs("supervised", "train-validate", "train-validate-{family}"),
-    ),
-    Schedule("web", (0, 2, 4), ("13:30",), _jobs("rl", "hyperopt", "hyperopt-{family}")),
-    Schedule("schedule", EVERY_DAY, ("22:00",), _jobs("supervised", "hyperopt", "hyperopt: [{family}]")),
-)
+SCHEDULES = schedules(FAMILIES)
 KINDS = (
     KindFigures(
         "rl",

@@ -25,16 +25,14 @@ import pytest
 import yaml
 from support.fake_gitlab import CiHistory, FakeGitLab, Request, Token, running
 from support.workload_history import (
-    EVERY_DAY,
     KINDS,
     POLL_TIMEOUT_SECONDS,
     RL_FAMILIES,
     RUNNERS,
     SUPERVISED_FAMILIES,
-    WORKING_DAYS,
     Figures,
-    Schedule,
     build_history,
+    schedules,
 )
 
 from infra.__main__ import main
@@ -53,11 +51,6 @@ PROJECT = "ml-team/training"
 HISTORY = build_history(UNTIL, FIGURES)
 
 
-def _week_jobs(profile: str, kind: str, name: str) -> tuple[tuple[str, str, str], ...]:
-    families = {"rl": RL_FAMILIES, "supervised": SUPERVISED_FAMILIES[:1]}[profile]
-    return tuple((profile, kind, name.format(family=family)) for family in families)
-
-
 WEEK = Figures(
     days=7,
     before_window_days=1,
@@ -67,17 +60,7 @@ WEEK = Figures(
         replace(KINDS[2], jobs_per_day=3, failures=((5, "script_failure"), (11, "runner_system_failure"))),
         replace(KINDS[3], jobs_per_day=1),
     ),
-    schedules=(
-        Schedule(
-            "merge_request_event",
-            WORKING_DAYS,
-            ("09:10", "13:20", "17:40"),
-            _week_jobs("rl", "train-validate", "train-validate-{family}")
-            + _week_jobs("supervised", "train-validate", "train-validate-{family}"),
-        ),
-        Schedule("web", (0, 2, 4), ("13:30",), _week_jobs("rl", "hyperopt", "hyperopt-{family}")),
-        Schedule("schedule", EVERY_DAY, ("22:00",), _week_jobs("supervised", "hyperopt", "hyperopt: [{family}]")),
-    ),
+    schedules=schedules({"rl": RL_FAMILIES, "supervised": SUPERVISED_FAMILIES[:1]}),
 )
 """The same pipelines over one week (`--days 7`), with one supervised family of the eight (tft): 58 traced jobs,
 not HISTORY's 424, and 86 entries (one page). Its kinds' figures are HISTORY's but the supervised jobs a day (3

@@ -26,9 +26,9 @@ from support.workload_history import (
     Figures,
     KindFigures,
     Schedule,
-    _jobs,
     build_history,
     pipelines_of,
+    schedules,
     without_sources,
 )
 from test_workload_gitlab import (
@@ -368,4 +368,5 @@ def test_a_class_with_a_small_share_of_a_kind_counts_with_the_other(
 def test_the_history_is_whole_weeks_from_a_monday() -> None:
     with pytest.raises(AssertionError):
         build_history(datetime.fromisoformat("2026-11-29T00:00:00+00:00"))
-    assert _jobs("rl", "k", "k-{family}") == (("rl", "k", "k-dqn"), ("rl", "k", "k-ppo"))
+    web = schedules({"rl": ("dqn", "ppo"), "supervised": ()})[1]
+    assert web.jobs == (("rl", "hyperopt", "hyperopt-dqn"), ("rl", "hyperopt", "hyperopt-ppo"))
