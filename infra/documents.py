@@ -96,6 +96,12 @@ YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 because `check_yaml_events` bounds the depth before libyaml composes a node."""
 
 
+def safe_load(text: str) -> Any:
+    """`yaml.safe_load` on libyaml's parser (`YAML_LOADER`): for text already within a budget, or the program's own
+    (a value checked by `check_yaml_events`, a stack file's scalar, Pulumi.yaml)."""
+    return yaml.load(text, Loader=YAML_LOADER)
+
+
 def read_text(path: Path, budget: Budget, *, root: Path | None = None, name: str | None = None) -> str:
     """The UTF-8 text of a regular file within `budget.max_bytes`; DocumentError otherwise.
 
@@ -154,11 +160,12 @@ def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_L
 
 
 def compose_checked(text: str, name: str, budget: Budget) -> yaml.Node | None:
-    """The node tree of a YAML document as `yaml.compose(text, Loader=yaml.SafeLoader)` builds it, from the events
+    """The node tree of a YAML document as `yaml.compose(text, Loader=YAML_LOADER)` builds it, from the events
     `check_yaml_events` checked (parsed once, not again): DocumentError as that says, yaml.YAMLError as compose
-    raises it (a second document, an alias composed before its anchor)."""
+    raises it (a second document, an alias composed before its anchor). The parser is the stack-file reader's
+    (libyaml's where PyYAML has it), so an editor and the reader never see two readings of one text."""
     events: list[yaml.Event] = []
-    _checked_events(text, name, budget, yaml.SafeLoader, events)
+    _checked_events(text, name, budget, YAML_LOADER, events)
     composer = _ReplayedEvents(events)
     try:
         return composer.get_single_node()

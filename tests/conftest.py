@@ -69,20 +69,57 @@ ENGINE_TIMEOUT = 900
 """Seconds a test of tests/engine may take, setup included (the stack-file corpus: some 200 CLI runs)."""
 
 
+LONGEST_FIRST = (
+    "tests/sim/test_recommend.py",
+    "tests/repo/test_repo_plan_diff_job.py",
+    "tests/config/test_hostile_config.py",
+    "tests/offline/test_plan.py",
+    "tests/policy/test_pack.py",
+    "tests/repo/test_pytest_timeout.py",
+    "tests/sim/test_feedback_time.py",
+    "tests/workload/test_workload_traces.py",
+)
+"""The modules that take a second or more (`scripts/measure_suite.py`), longest first: they go to the workers
+first, so that no long module starts last on one worker while the other has finished (the wall time is the
+busier worker's). The other modules follow, those with more tests first (xdist's own order, which
+pyproject's `--no-loadscope-reorder` hands over to this one); tests/engine's, when the engine is built, before
+all: minutes each."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """tests/engine: each module runs in one worker (pyproject's `--dist loadfile`), so a module's shared deployment
-    (one `up` read by several tests) runs once, while two modules may run side by side; and all of them skipped,
-    for one reason, where the real engine is not built. Their budget is their own (ENGINE_TIMEOUT, not the
-    suite's minute): a module's first test pays for its shared deployments, many CLI runs."""
+    """The modules in the order above. tests/engine: each module runs in one worker (pyproject's
+    `--dist loadfile`), so a module's shared deployment (one `up` read by several tests) runs once, while two
+    modules may run side by side; and all of them skipped, for one reason, where the real engine is not built.
+    Their budget is their own (ENGINE_TIMEOUT, not the suite's minute): a module's first test pays for its shared
+    deployments, many CLI runs."""
     from support.engine import NOT_BUILT, engine_built
 
     built = engine_built()
+    items[:] = _longest_first(items, built)
     for item in items:
         if ENGINE_TESTS not in item.path.parents:
             continue
         item.add_marker(pytest.mark.timeout(ENGINE_TIMEOUT))
         if not built:
             item.add_marker(pytest.mark.skip(reason=NOT_BUILT))
+
+
+def _longest_first(items: list[pytest.Item], engine: bool) -> list[pytest.Item]:
+    """`items` by module in `LONGEST_FIRST`'s order (a module's own order kept); a name there that names no
+    module is an error, not a silent no-op."""
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    listed = {ROOT / name: rank for rank, name in enumerate(LONGEST_FIRST)}
+    if missing := [str(path.relative_to(ROOT)) for path in listed if not path.is_file()]:
+        raise pytest.UsageError(f"tests/conftest.py LONGEST_FIRST names no module: {', '.join(missing)}")
+
+    def rank(path: Path) -> tuple[int, int]:
+        if engine and ENGINE_TESTS in path.parents:
+            return -1, -len(modules[path])
+        return listed.get(path, len(listed)), -len(modules[path])
+
+    return [item for path in sorted(modules, key=rank) for item in modules[path]]
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

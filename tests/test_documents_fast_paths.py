@@ -10,7 +10,15 @@ import pytest
 import yaml
 from support.paths import ROOT
 
-from infra.documents import STACK_FILE, Budget, DocumentError, _check_json_shape, check_yaml_events, compose_checked
+from infra.documents import (
+    STACK_FILE,
+    YAML_LOADER,
+    Budget,
+    DocumentError,
+    _check_json_shape,
+    check_yaml_events,
+    compose_checked,
+)
 
 SMALL = Budget(max_bytes=1 << 20, max_nodes=6, max_depth=3, kind="a JSON answer")
 
@@ -85,8 +93,8 @@ def _mangled(text: str, rng: random.Random) -> str:
 
 def _composed_twice(text: str) -> object:
     try:
-        check_yaml_events(text, "x", STACK_FILE, yaml.SafeLoader)
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        check_yaml_events(text, "x", STACK_FILE)
+        return yaml.compose(text, Loader=YAML_LOADER)
     except DocumentError as err:
         return str(err)
     except yaml.YAMLError as err:

@@ -23,12 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import yaml
-
 from infra.cli import fail
 from infra.config.errors import SpecError
 from infra.config.pools import PoolSpec
-from infra.documents import printable
+from infra.documents import printable, safe_load
 from infra.model.platform import Platform, load_platform
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config
 from infra.offline.stack_config import stack_file as stack_file_path
@@ -216,7 +214,7 @@ def _output(args: argparse.Namespace, config: StackConfig, path: Path, edit: Edi
                     "shares its value): write the workload without it"
                 )
         else:
-            plain = yaml.safe_load(section)["workload"]  # the section as pasted: plain YAML values
+            plain = safe_load(section)["workload"]  # the section as pasted: plain YAML values
             refusal = _spec_refusal({**(config.get("platform") or {}), "workload": plain})
         if refusal:
             return _fail(f"the measured workload does not fit the spec, so nothing is written: {refusal}", 1)

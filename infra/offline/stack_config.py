@@ -27,6 +27,7 @@ from infra.documents import (
     DocumentError,
     check_yaml_events,
     read_text,
+    safe_load,
 )
 from infra.offline.cli_yaml import CliNumberError, CliYamlLoader, as_the_cli_hands
 from infra.untrusted import printable
@@ -64,7 +65,7 @@ class StackConfig:
 
 
 def project_name(root: Path = PROJECT_ROOT) -> str:
-    return str(yaml.safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))["name"])
+    return str(safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))["name"])
 
 
 def stack_file(stack: str, root: Path = PROJECT_ROOT, path: Path | None = None) -> Path:

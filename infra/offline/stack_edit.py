@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from infra.documents import STACK_FILE, DocumentError, compose_checked, read_text
+from infra.documents import STACK_FILE, DocumentError, compose_checked, read_text, safe_load
 from infra.offline.cli_yaml import CliYamlLoader
 from infra.offline.stack_config import StackFileError, load_stack_config
 
@@ -175,7 +175,7 @@ _FOLDED = frozenset({0x2028, 0x2029, 0xFEFF})
 def _scalar(value: object) -> str:
     """A value on a block key's line: a string plain where it reads back as itself (`Mon,Wed,Fri`, which a flow
     collection could not hold plain), else double-quoted (`"13:00"`: YAML 1.1 reads a plain `13:00` as 780)."""
-    if isinstance(value, str) and _BLOCK_PLAIN.fullmatch(value) and yaml.safe_load(value) == value:
+    if isinstance(value, str) and _BLOCK_PLAIN.fullmatch(value) and safe_load(value) == value:
         return value
     return flow(value)
 
@@ -217,7 +217,7 @@ class _Tree:
         """What a node reads as (its own text, read alone: a scalar, or a flow collection); `_UNREADABLE` for
         text that does not read alone (it then differs from any value wanted)."""
         try:
-            return yaml.safe_load(self.text[node.start_mark.index : node.end_mark.index])
+            return safe_load(self.text[node.start_mark.index : node.end_mark.index])
         except yaml.YAMLError:
             return _UNREADABLE
 

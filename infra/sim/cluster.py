@@ -37,6 +37,9 @@ from infra.sim.scenario import SimPool, to_ms
 from infra.sim.schedule import FINISH, NODE_READY, RESUME, SCALE_DOWN, WARM, Schedule
 from infra.sim.state import FULL_SPEED, JobState, NodeState, PoolState
 
+_FULL_SPEED = (1, 1)
+"""`FULL_SPEED` as a job's `rate` (numerator, denominator)."""
+
 
 @functools.lru_cache(maxsize=4096)
 def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas: int) -> Fraction:
@@ -117,7 +120,7 @@ class Cluster:
                 pool.pending.popleft()
                 self._start(job, pool, node, now)
                 bound = True
-            while pool.pending_placeholders > 0 and (node := pool.least_allocated(placeholder=True)) is not None:
+            while pool.warm_target > pool.placed and (node := pool.least_allocated(placeholder=True)) is not None:
                 node.placeholder = True
                 pool.placed += 1
                 node.empty_since = None  # not empty: a scale-down due is void
@@ -128,7 +131,7 @@ class Cluster:
         pool.pending_count -= 1
         gpu = min(range(len(node.gpus)), key=lambda i: (len(node.gpus[i]), i))
         job.state, job.started, job.node, job.gpu = "running", now, node, gpu
-        job.remaining, job.since = job.work, now
+        job.remaining, job.since = job.work * job.scale, now
         node.empty_since = None
         node.version += 1
         node.used += 1
@@ -144,9 +147,7 @@ class Cluster:
         """Count the work done on a GPU since the last change, at each job's rate then."""
         for job in sharers:
             if now != job.since:
-                elapsed = now - job.since
-                rate = job.rate_slowdown
-                job.remaining -= elapsed if rate is FULL_SPEED or rate == 1 else elapsed / rate
+                job.remaining -= (now - job.since) * job.step
                 job.since = now
 
     def _reschedule(self, sharers: list[JobState], pool: PoolState, now: int) -> None:
@@ -155,22 +156,25 @@ class Cluster:
         for job in sharers:
             utilization = job.utilization
             if utilization is None:
-                rate = FULL_SPEED
-            else:
-                known = job.rates.get(count)
-                if known is None:
-                    known = job.rates[count] = slowdown(utilization, count, mps=mps, replicas=replicas)
+                rate = _FULL_SPEED
+            elif (known := job.rates.get(count)) is not None:
                 rate = known
-            if job.version and (rate is job.rate_slowdown or rate == job.rate_slowdown):
+            else:
+                found = slowdown(utilization, count, mps=mps, replicas=replicas)
+                rate = job.rates[count] = (found.numerator, found.denominator)
+            if job.version and rate == job.rate:
                 continue
-            job.rate_slowdown = rate
+            numerator, denominator = job.rate = rate
+            if job.scale % numerator:  # counted in finer units from now on (exactly the same work)
+                finer = numerator // math.gcd(job.scale, numerator)
+                job.scale *= finer
+                job.remaining *= finer
+            job.step = job.scale * denominator // numerator
             job.version += 1
             remaining = job.remaining
-            if remaining <= 0:
-                left: int | Fraction = 0
-            else:
-                left = remaining if rate is FULL_SPEED or rate == 1 else remaining * rate
-            self.schedule.push(now + math.ceil(left), FINISH, (job, job.version))
+            # ceil(work left x slowdown), in milliseconds: ceil(remaining x a / (b x scale)) in integers
+            left = 0 if remaining <= 0 else -(-remaining * numerator // (denominator * job.scale))
+            self.schedule.push(now + left, FINISH, (job, job.version))
 
     # the nodes and the autoscaler
 
@@ -206,10 +210,10 @@ class Cluster:
         counts them (jobs and placeholders, a placeholder alone on a node), up to max_nodes; then the nodes a
         scale-down left for later are looked at again."""
         for pool in self.pools.values():
-            live = pool.live
-            waiting = pool.pending_placeholders
-            if (not pool.pending_count and waiting <= 0) or pool.in_stockout(now):
+            waiting = pool.warm_target - pool.placed  # placeholders Pending
+            if (not pool.pending_count and waiting <= 0) or (pool.stockouts and pool.in_stockout(now)):
                 continue
+            live = pool.live
             template = pool.spec.template
             booting = sum(1 for n in live if not n.ready)
             uncovered = pool.pending_count + max(0, waiting) - booting * template
@@ -219,9 +223,10 @@ class Cluster:
             for _ in range(min(wanted, pool.spec.max_nodes - len(live))):
                 node = self._add_node(pool, now, warm=False)
                 self.schedule.push(node.ready_at, NODE_READY, node)
-        for node in self.recheck:
-            self._maybe_idle(node, now)
-        self.recheck.clear()
+        if self.recheck:
+            for node in self.recheck:
+                self._maybe_idle(node, now)
+            self.recheck.clear()
 
     def _maybe_idle(self, node: NodeState, now: int) -> None:
         if node.warm or not node.ready or node.removed is not None or node.used or node.empty_since is not None:

@@ -27,7 +27,8 @@ import heapq
 
 
 class Schedule:
-    """Future events by time (whole milliseconds), at most `budget` of them handled."""
+    """Future events by time (whole milliseconds), at most `budget` of them handled: the engine's loop
+    (`infra.sim.engine`) pops them off `heap` and counts them in `handled`."""
 
     def __init__(self, budget: int) -> None:
         self.heap: list[tuple[int, int, int, object]] = []
@@ -38,25 +39,3 @@ class Schedule:
     def push(self, at: int, kind: int, payload: object) -> None:
         self.seq += 1
         heapq.heappush(self.heap, (at, kind, self.seq, payload))
-
-    def next_time(self) -> int | None:
-        """When the next event is due (None: the run is over)."""
-        return self.heap[0][0] if self.heap else None
-
-    def pop(self) -> tuple[int, object]:
-        """The next event due, as (kind, payload) (the schedule is not empty)."""
-        _, kind, _, payload = heapq.heappop(self.heap)
-        self.handled += 1
-        if self.handled > self.budget:  # pragma: no cover - the bound in infra.sim.engine's docstring
-            raise RuntimeError(f"simulation exceeded its event bound ({self.budget})")
-        return kind, payload
-
-    def pop_at(self, now: int) -> tuple[int, object] | None:
-        """The next event due at `now`, as (kind, payload); None when the instant holds no more."""
-        if not self.heap or self.heap[0][0] != now:
-            return None
-        _, kind, _, payload = heapq.heappop(self.heap)
-        self.handled += 1
-        if self.handled > self.budget:  # pragma: no cover - the bound in infra.sim.engine's docstring
-            raise RuntimeError(f"simulation exceeded its event bound ({self.budget})")
-        return kind, payload

@@ -17,8 +17,7 @@ from infra.sim.runners import ManagerState
 from infra.sim.scenario import MS_PER_MINUTE, SimJob, SimPool
 
 FULL_SPEED = Fraction(1)
-"""The slowdown of a job alone on its GPU (or of one without a utilization): the one object every such rate is,
-so that the engine tells it by identity (`infra.sim.cluster.slowdown`)."""
+"""The slowdown of a job alone on its GPU (or of one without a utilization)."""
 
 
 @dataclass(eq=False)
@@ -37,11 +36,18 @@ class JobState:
     manager: ManagerState | None = None
     node: NodeState | None = None
     gpu: int = 0
-    remaining: int | Fraction = 0
-    """Work left, in milliseconds alone on its GPU, as of `since` (an int while it has run at full speed)."""
+    remaining: int = 0
+    """Work left as of `since`, in milliseconds alone on its GPU times `scale`: exact in integers (the work a
+    slowdown a/b does in a millisecond, scale x b / a, is whole because a divides `scale`), as a Fraction would
+    be, several times cheaper."""
+    scale: int = 1
+    """What `remaining` is counted in: a multiple of the numerator of every slowdown the job has run at."""
     since: int = 0
-    rate_slowdown: Fraction = FULL_SPEED
-    rates: dict[int, Fraction] = field(default_factory=dict)
+    rate: tuple[int, int] = (1, 1)
+    """Its slowdown now, as (numerator, denominator)."""
+    step: int = 1
+    """The work it does in a millisecond at `rate`, in `scale` units: scale x denominator / numerator."""
+    rates: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Its slowdown by the jobs on its GPU, as found (`infra.sim.cluster.slowdown`): one table for the jobs of a
     run with its utilization and pool, so a rate is looked up by an int, not worked out and hashed again."""
     version: int = 0

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 
 from infra.config.errors import CONFIG_ROOT, SpecError, format_value, not_plain_data
-from infra.documents import Budget, DocumentError, check_yaml_events
+from infra.documents import Budget, DocumentError, check_yaml_events, safe_load
 from infra.model.platform import Platform, load_platform
 from infra.render.text import format_eur
 from infra.sim.bound import bound_makespan
@@ -230,7 +230,7 @@ def apply_settings(raw: object, settings: list[str]) -> tuple[dict[str, Any], li
         shown_value = repr(value_text) if len(value_text) <= 60 else f"{value_text[:59]!r}…"  # repr escapes controls
         try:
             check_yaml_events(value_text, "--set", SET_VALUE)  # recursive aliases, depth: before PyYAML builds it
-            value = yaml.safe_load(value_text)
+            value = safe_load(value_text)
         except DocumentError as err:
             why = str(err).split(": ", 1)[-1].removeprefix("not valid YAML: ")
             raise ValueError(f"--set {shown}: {shown_value} is not a YAML value ({why})") from None

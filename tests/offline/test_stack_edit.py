@@ -134,7 +134,7 @@ def test_any_section_written_into_the_dev_stack_reads_back_as_itself_and_leaves_
     wanted: dict[str, Any],
 ) -> None:
     after = write_section(DEV, "Pulumi.dev.yaml", "gpu-ci", "workload", wanted)
-    config = yaml.safe_load(after)["config"]  # one read of the edited file; the dev stack's is read once, above
+    config = yaml.load(after, Loader=yaml.CSafeLoader)["config"]  # one read (libyaml) of the edited file
     after_platform = config["gpu-ci:platform"]
     assert after_platform["workload"] == wanted
     assert {k: v for k, v in after_platform.items() if k != "workload"} == {
