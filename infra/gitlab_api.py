@@ -44,7 +44,14 @@ from urllib.parse import urlsplit
 import requests
 
 from infra.documents import GITLAB_ANSWER, Budget, DocumentError, parse_json, printable
-from infra.gitlab_waits import Delay, retry_delay, seconds_text  # noqa: F401 - Delay: callers read it here
+from infra.gitlab_waits import (  # noqa: F401 - Delay: callers read it here
+    MAX_TRANSIENT_RETRIES,
+    Delay,
+    backoff,
+    retry_delay,
+    seconds_text,
+    transient_failure,
+)
 
 if TYPE_CHECKING:
     import gitlab
@@ -167,6 +174,15 @@ class PinnedSession(requests.Session):
         self.retry_transient = retry_transient
         self.sent = self.unreachable = 0
         self.hooks["response"].insert(0, self._bound_body)
+        self._settings: dict[object, dict[str, Any]] = {}
+
+    def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
+        """requests' own (the environment's proxies and CA bundle), worked out once: every request goes to the one
+        origin, and requests reads the whole environment twice for each (as long as a request to a local GitLab)."""
+        key = (origin(url), tuple(sorted(proxies.items())) if proxies else None, stream, verify, cert)
+        if (found := self._settings.get(key)) is None:
+            found = self._settings[key] = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        return {**found, "proxies": dict(found["proxies"])}
 
     def requests_left(self) -> int:
         """Requests this session may still send; one request may take `max_retries` + 1 of them."""
@@ -194,7 +210,7 @@ class PinnedSession(requests.Session):
                     self._unreachable(err)
                 if not self.retry_transient or transient >= MAX_TRANSIENT_RETRIES:
                     raise
-                wait(_backoff(transient))
+                wait(backoff(transient))
                 transient += 1
                 continue
             self.unreachable = 0
@@ -202,9 +218,10 @@ class PinnedSession(requests.Session):
                 self._wait_out(response, limited)
                 limited += 1
                 continue
-            if self.retry_transient and _transient(response) and transient < MAX_TRANSIENT_RETRIES:
+            failure = response.status_code, response.reason
+            if self.retry_transient and transient_failure(*failure) and transient < MAX_TRANSIENT_RETRIES:
                 response.close()
-                wait(_backoff(transient))
+                wait(backoff(transient))
                 transient += 1
                 continue
             return response
@@ -251,22 +268,6 @@ class PinnedSession(requests.Session):
             raise BadAnswer(_too_large(answer_name(response), self.budget.max_bytes))
         response.raw = BoundedBody(response.raw, self.budget.max_bytes, functools.partial(answer_name, response))
         return response
-
-
-MAX_TRANSIENT_RETRIES = 10
-"""Retries of a 5xx or a dropped connection, where a client asks for them (`mr-note`), on a short backoff."""
-_TRANSIENT = frozenset({500, 502, 503, 504, *range(520, 531)})
-
-
-def _transient(response: requests.Response) -> bool:
-    """A failure worth one more try: a 5xx of a proxy or a restarting GitLab, or a repository lock (409)."""
-    code = response.status_code
-    return code in _TRANSIENT or (code == 409 and "Resource lock" in (response.reason or ""))
-
-
-def _backoff(attempt: int) -> float:
-    """0.1 s, doubling: a 5xx's own `Retry-After` is not read (a date in year 9999 would be a wait for ever)."""
-    return 0.1 * 2 ** min(attempt, 10)
 
 
 def answer_name(response: requests.Response) -> str:

@@ -1,6 +1,6 @@
 """How long a GitLab 429 asks to wait (pure): `Retry-After` in seconds or as an HTTP date, `RateLimit-Reset` as a
-Unix time or a number of seconds, else a short backoff; and a wait said for a message. `infra.gitlab_api`'s
-session waits it out within its caps."""
+Unix time or a number of seconds, else a short backoff; and a wait said for a message. Which other failures are
+worth another try, and after how long. `infra.gitlab_api`'s session waits them out within its caps."""
 
 from __future__ import annotations
 
@@ -68,3 +68,18 @@ def seconds_text(seconds: float) -> str:
     if seconds.is_integer() or seconds >= 1000:
         return f"{seconds:.0f} s"
     return f"{seconds:.1f} s"
+
+
+MAX_TRANSIENT_RETRIES = 10
+"""Retries of a 5xx or a dropped connection, where a client asks for them (`mr-note`), on a short backoff."""
+_TRANSIENT = frozenset({500, 502, 503, 504, *range(520, 531)})
+
+
+def transient_failure(status: int, reason: str | None) -> bool:
+    """A failure worth one more try: a 5xx of a proxy or a restarting GitLab, or a repository lock (409)."""
+    return status in _TRANSIENT or (status == 409 and "Resource lock" in (reason or ""))
+
+
+def backoff(attempt: int) -> float:
+    """0.1 s, doubling: a 5xx's own `Retry-After` is not read (a date in year 9999 would be a wait for ever)."""
+    return 0.1 * 2 ** min(attempt, 10)

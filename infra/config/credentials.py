@@ -81,14 +81,14 @@ def redact_credentials(text: str) -> str:
     return text
 
 
-_environment: tuple[int, tuple[str, ...]] = (0, ())
+_environment: tuple[object, tuple[str, ...]] = (None, ())
 
 
 def environment_secrets() -> tuple[str, ...]:
     """The values of this process's environment variables whose name says credential, longest first (one that
     holds another is redacted whole); read again whenever the environment changed."""
     global _environment  # noqa: PLW0603 - a cache of the environment, which is itself process-wide
-    key = hash(frozenset(os.environ.items()))
+    key = _environment_now()
     if _environment[0] != key:
         values = {value for name, value in os.environ.items() if credential_name(name) or name in _PROVIDER_ENV}
         found = sorted(
@@ -98,6 +98,16 @@ def environment_secrets() -> tuple[str, ...]:
         )
         _environment = (key, tuple(found))
     return _environment[1]
+
+
+def _environment_now() -> object:
+    """What tells the environment changed: a copy of the mapping `os.environ` keeps its encoded variables in
+    (CPython's `_data`, which `os.environ[...] = ...` and `del` update: compared in C, some 50 times cheaper than
+    decoding every variable, and every line shown asks), else a hash of every variable."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        return dict(data)
+    return hash(frozenset(os.environ.items()))
 
 
 _PROVIDER_ENV = frozenset(
@@ -112,8 +122,16 @@ def credential_name(name: str) -> bool:
     return _NAME_WORDS.search(name.upper()) is not None
 
 
+SHORTEST_CREDENTIAL = 13
+"""Characters the shortest text any of the value shapes matches holds (`glrt-` and 8 more): a shorter value is none
+(tests/config/test_credentials_agree.py works it out from the patterns). Most values a spec holds are shorter: a
+pool's name, a region, a node type."""
+
+
 def credential_value(value: str) -> str | None:
     """What credential `value` looks like (e.g. "a Hugging Face token"), or None."""
+    if len(value) < SHORTEST_CREDENTIAL:
+        return None
     for what, shape in _VALUE_SHAPES:
         if shape.search(value):
             return what

@@ -6,12 +6,14 @@ the spec first, at its key."""
 
 from __future__ import annotations
 
+import importlib
 import string
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from infra.config import credentials
 from infra.config.credentials import credential_name, credential_value
 from policy.policies import gitlab_access as pol
 
@@ -77,3 +79,12 @@ def test_the_spec_and_the_pack_read_variable_names_alike(words: list[str], lead:
 def test_any_text_the_pack_calls_a_credential_the_spec_does_too(text: str) -> None:
     if pol.CREDENTIAL_VALUE.search(text):
         assert credential_value(text) is not None, text
+
+
+def test_no_shape_matches_a_text_shorter_than_the_shortest_credential() -> None:
+    """`credential_value` answers None below SHORTEST_CREDENTIAL characters without trying the shapes: the
+    shortest text each pattern can match, as the regular-expression parser works it out, is no shorter."""
+    parser = importlib.import_module("re._parser")  # the `re` module's own parser (no stubs: not public)
+    widths = [parser.parse(shape.pattern).getwidth()[0] for _, shape in credentials._VALUE_SHAPES]
+    assert min(widths) == credentials.SHORTEST_CREDENTIAL
+    assert credential_value("glrt-" + "a" * 8) == "a GitLab token"  # the shortest, at the limit
