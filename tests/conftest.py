@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import gc
 import json
 import os
@@ -136,15 +137,27 @@ def _event_loop() -> Iterator[asyncio.AbstractEventLoop]:
     """A new event loop per test: Pulumi binds futures to the current loop, and a loop shared between
     tests leaks pending registrations from one test into the next (and fails outright on Python 3.14)."""
     loop = asyncio.new_event_loop()
+    created: list[asyncio.Task[Any]] = []
+    loop.set_task_factory(functools.partial(_recorded_task, created))
     asyncio.set_event_loop(loop)
     yield loop
-    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    pending = [task for task in created if not task.done()]
     for task in pending:
         task.cancel()
     if pending:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     asyncio.set_event_loop(None)
     loop.close()
+
+
+def _recorded_task(
+    created: list[asyncio.Task[Any]], loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any
+) -> asyncio.Task[Any]:
+    """The loop's tasks, as asyncio makes them, kept for the test's end (`asyncio.all_tasks` would walk every task
+    the worker still holds, hundreds, at every test)."""
+    task = asyncio.Task(coro, loop=loop, **kwargs)
+    created.append(task)
+    return task
 
 
 @pytest.fixture
