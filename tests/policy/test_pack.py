@@ -20,6 +20,7 @@ import pytest
 import tomli_w
 import yaml
 from support import requirements
+from support.imports import statements as import_statements
 from support.policy import (
     BUCKET,
     CLUSTER,
@@ -396,7 +397,7 @@ def test_the_pack_imports_only_what_its_virtualenv_has() -> None:
     requires and the lock holds."""
     imported = set()
     for path in [*POLICY_DIR.glob("*.py"), *(POLICY_DIR / "policies").glob("*.py")]:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in import_statements(path):
             if isinstance(node, ast.Import):
                 imported |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -91,15 +91,8 @@ def test_the_pure_core_imports_no_pulumi() -> None:
     for name, path in MODULES.items():
         if not name.startswith(PURE):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            modules = (
-                [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
+        for node in imports.statements(path):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             bad = [m for m in modules if m.split(".")[0].startswith("pulumi")]
             if bad:
                 offenders[name] = bad

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 from support import requirements
+from support.imports import statements as import_statements
 from support.paths import ROOT
 
 from infra.pipeline.resolve import resolve_file
@@ -139,7 +140,7 @@ def _third_party_imports() -> dict[str, set[str]]:
     local = _local_names()
     found: dict[str, set[str]] = {}
     for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in import_statements(path):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -4,6 +4,7 @@ under TYPE_CHECKING), for the layout's rules and for what requirements.txt must 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from support.paths import ROOT
@@ -24,12 +25,19 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
+def statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """Every import statement of a file, wherever it sits, parsed once per worker (the layout's rules and the locks'
+    test read the same few hundred files)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom))
+
+
 def imported(name: str, path: Path) -> set[str]:
     """Every module name `name`'s file imports (absolute, with `from a import b` also giving `a.b`)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     is_package = path.name == "__init__.py"
     wanted: set[str] = set()
-    for node in ast.walk(tree):
+    for node in statements(path):
         if isinstance(node, ast.Import):
             wanted |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
