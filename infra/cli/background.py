@@ -3,7 +3,8 @@
 Why: `plan` runs the program under mocks, most of its time importing the Pulumi SDKs on one core; the simulated
 weeks (`infra.sim.weeks`, about half a second on the dev stack) need none of that. `in_background` forks before
 the imports, the child computes and pickles the result back through a pipe, and `Pending.result()` reads it: on
-two cores the weeks cost no wall time. Where there is no `fork` (or it fails) the work runs in `result()`, inline.
+two cores the weeks cost no wall time. Where the SDKs are imported already, nothing is left to overlap, and where
+there is no `fork` (or it fails), the work runs in `result()`, inline.
 The child only runs pure code and leaves with `os._exit`, whatever happens (no atexit hook, no buffered output of
 the parent's written twice); a child that fails yields None, and the caller computes inline.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -38,9 +40,11 @@ class Pending(Generic[T]):
         return found
 
 
-def in_background(function: Callable[[], T]) -> Pending[T]:
-    """Start `function` in a forked child (see the module docstring)."""
-    if not hasattr(os, "fork"):
+def in_background(function: Callable[[], T], *, while_importing: str | None = None) -> Pending[T]:
+    """Start `function` in a forked child (see the module docstring); inline instead where the module named
+    `while_importing` is imported already: the child would overlap nothing (a second plan in one process, as the
+    tests run it), and forking a large process costs the parent a copy of every page it then writes."""
+    if not hasattr(os, "fork") or (while_importing is not None and while_importing in sys.modules):
         return Pending(function, None, None)
     read, write = os.pipe()
     try:

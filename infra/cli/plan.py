@@ -32,6 +32,8 @@ from infra.sim.weeks import WeeksReport, simulate_weeks
 from infra.untrusted import printable
 
 MAX_CELL = 110
+PROGRAM_COMPONENTS = "infra.cloud.platform"
+"""The module whose import (the provider SDKs') the weeks overlap, run in a child (`infra.cli.background`)."""
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -64,8 +66,9 @@ def main(args: argparse.Namespace) -> int:
         config = load_stack_config(args.stack, path=args.config)
     except (FileNotFoundError, StackFileError) as err:
         return fail(str(err))
-    # the target over slo.weeks weeks (the program simulates only the first): on the other core, meanwhile
-    pending = in_background(lambda: _weeks(config))
+    # the target over slo.weeks weeks (the program simulates only the first): on the other core while the program
+    # imports its components and the provider SDKs
+    pending = in_background(lambda: _weeks(config), while_importing=PROGRAM_COMPONENTS)
     run = run_program(config, check=False)
     weeks = pending.result()
     if run.error is not None:
