@@ -97,10 +97,11 @@ class _Simulation:
             j.id: JobState(j, to_ms("minutes", j.minutes), j.exact_utilization, to_ms("created", j.created_minute))
             for j in scenario.jobs
         }
-        tables: dict[tuple[Fraction, str], dict[int, tuple[int, int]]] = {}  # jobs alike share `JobState.rates`
+        # jobs alike share `JobState.rates`: by the utilization as given (a float's hash is C's, a Fraction's Python's)
+        tables: dict[tuple[object, str], dict[int, tuple[int, int]]] = {}
         for job in self.jobs.values():
             if job.utilization is not None:
-                job.rates = tables.setdefault((job.utilization, job.spec.pool), {})
+                job.rates = tables.setdefault((job.spec.gpu_utilization, job.spec.pool), {})
         sharers = max(p.full_gpu for p in scenario.pools)
         attempts = len(self.jobs) * (1 + max((j.retry_max for j in scenario.jobs), default=0))
         budget = 16 + attempts * (12 + 2 * sharers)

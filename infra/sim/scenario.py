@@ -335,15 +335,21 @@ def _check_runners(runners: tuple[SimRunner, ...], pool_names: set[str]) -> set[
 def _check_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> None:
     ids: set[int] = set()
     for job in jobs:
-        where = f"SimJob {job.id!r} ({job.name})"
         if isinstance(job.id, bool) or not isinstance(job.id, int) or job.id in ids:
             raise ValueError(f"SimJob.id must be a unique integer, got {job.id!r}")
         ids.add(job.id)
-        if job.pool not in pool_names:
-            raise ValueError(f"{where}: pool must be a known pool, got {job.pool!r}")
-        to_ms(f"{where}: minutes", job.minutes, positive=True)
-        to_ms(f"{where}: created_minute", job.created_minute)
-        u = job.gpu_utilization
-        if u is not None and (isinstance(u, bool) or not isinstance(u, int | float | Fraction) or not 0 < u <= 1):
-            raise ValueError(f"{where}: gpu_utilization must be in (0, 1] or None, got {u!r}")
-        _count(f"{where}: retry_max", job.retry_max, 0, MAX_RETRIES)
+        try:  # each message names the job (`SimJob 3 (dqn): minutes must be ...`), made only when one is refused
+            _check_job(job, pool_names)
+        except ValueError as err:
+            raise ValueError(f"SimJob {job.id!r} ({job.name}): {err}") from None
+
+
+def _check_job(job: SimJob, pool_names: set[str]) -> None:
+    if job.pool not in pool_names:
+        raise ValueError(f"pool must be a known pool, got {job.pool!r}")
+    to_ms("minutes", job.minutes, positive=True)
+    to_ms("created_minute", job.created_minute)
+    u = job.gpu_utilization
+    if u is not None and (isinstance(u, bool) or not isinstance(u, int | float | Fraction) or not 0 < u <= 1):
+        raise ValueError(f"gpu_utilization must be in (0, 1] or None, got {u!r}")
+    _count("retry_max", job.retry_max, 0, MAX_RETRIES)
