@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-# Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE: nothing beside the sources), each
-# worker would rewrite the asserts of all 100 test modules again at every run (about 1.5 s a worker): the
-# compiled modules go to .pytest_cache/pycache instead, pytest's own cache, never into the tree.
-if sys.dont_write_bytecode and not sys.pycache_prefix:
-    sys.pycache_prefix = str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "pycache")
+# Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE), each worker would compile the
+# project's modules and rewrite the asserts of its 100 test modules again at every run (about 1.5 s a worker): the
+# suite writes them where Python does by default, in `__pycache__` beside each source (git ignores them). Not under
+# a `sys.pycache_prefix`: that moves every module's bytecode, the standard library's and the installed packages'
+# too, and a fresh clone's first run would compile all of them (some 5 s more).
+if sys.dont_write_bytecode:
     sys.dont_write_bytecode = False
 
 import yaml  # after the bytecode's place is set
