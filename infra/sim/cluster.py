@@ -35,10 +35,7 @@ from fractions import Fraction
 
 from infra.sim.scenario import SimPool, to_ms
 from infra.sim.schedule import FINISH, NODE_READY, RESUME, SCALE_DOWN, WARM, Schedule
-from infra.sim.state import FULL_SPEED, JobState, NodeState, PoolState
-
-_FULL_SPEED = (1, 1)
-"""`FULL_SPEED` as a job's `rate` (numerator, denominator)."""
+from infra.sim.state import FULL_RATE, FULL_SPEED, JobState, NodeState, PoolState
 
 
 @functools.lru_cache(maxsize=4096)
@@ -120,7 +117,7 @@ class Cluster:
                 pool.pending.popleft()
                 self._start(job, pool, node, now)
                 bound = True
-            while pool.warm_target > pool.placed and (node := pool.least_allocated(placeholder=True)) is not None:
+            while pool.pending_placeholders > 0 and (node := pool.least_allocated(placeholder=True)) is not None:
                 node.placeholder = True
                 pool.placed += 1
                 node.empty_since = None  # not empty: a scale-down due is void
@@ -156,7 +153,7 @@ class Cluster:
         for job in sharers:
             utilization = job.utilization
             if utilization is None:
-                rate = _FULL_SPEED
+                rate = FULL_RATE
             elif (known := job.rates.get(count)) is not None:
                 rate = known
             else:
@@ -210,10 +207,10 @@ class Cluster:
         counts them (jobs and placeholders, a placeholder alone on a node), up to max_nodes; then the nodes a
         scale-down left for later are looked at again."""
         for pool in self.pools.values():
-            waiting = pool.warm_target - pool.placed  # placeholders Pending
-            if (not pool.pending_count and waiting <= 0) or (pool.stockouts and pool.in_stockout(now)):
-                continue
             live = pool.live
+            waiting = pool.pending_placeholders
+            if (not pool.pending_count and waiting <= 0) or pool.in_stockout(now):
+                continue
             template = pool.spec.template
             booting = sum(1 for n in live if not n.ready)
             uncovered = pool.pending_count + max(0, waiting) - booting * template
@@ -223,10 +220,9 @@ class Cluster:
             for _ in range(min(wanted, pool.spec.max_nodes - len(live))):
                 node = self._add_node(pool, now, warm=False)
                 self.schedule.push(node.ready_at, NODE_READY, node)
-        if self.recheck:
-            for node in self.recheck:
-                self._maybe_idle(node, now)
-            self.recheck.clear()
+        for node in self.recheck:
+            self._maybe_idle(node, now)
+        self.recheck.clear()
 
     def _maybe_idle(self, node: NodeState, now: int) -> None:
         if node.warm or not node.ready or node.removed is not None or node.used or node.empty_since is not None:

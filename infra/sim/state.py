@@ -18,6 +18,8 @@ from infra.sim.scenario import MS_PER_MINUTE, SimJob, SimPool
 
 FULL_SPEED = Fraction(1)
 """The slowdown of a job alone on its GPU (or of one without a utilization)."""
+FULL_RATE = (1, 1)
+"""`FULL_SPEED` as a job's `rate`, (numerator, denominator)."""
 
 
 @dataclass(eq=False)
@@ -43,7 +45,7 @@ class JobState:
     scale: int = 1
     """What `remaining` is counted in: a multiple of the numerator of every slowdown the job has run at."""
     since: int = 0
-    rate: tuple[int, int] = (1, 1)
+    rate: tuple[int, int] = FULL_RATE
     """Its slowdown now, as (numerator, denominator)."""
     step: int = 1
     """The work it does in a millisecond at `rate`, in `scale` units: scale x denominator / numerator."""
