@@ -66,14 +66,17 @@ def test_its_build_backend_is_the_locked_setuptools() -> None:
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.in"]}
 
 
-def test_the_commands_read_their_checkout_from_any_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev_plan_json_text: tuple[int, str]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert cli.main(["plan", "--json"]) == dev_plan_json_text[0]
-    assert out.getvalue() == dev_plan_json_text[1]
+def test_the_commands_read_their_checkout_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`simulate` reads the dev stack of the checkout, wherever it runs (`gpu-ci plan` from another directory:
+    tests/engine/test_engine_readme.py)."""
+    said = []
+    for folder in (ROOT, tmp_path):
+        monkeypatch.chdir(folder)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(["simulate"]) == 0
+        said.append(out.getvalue())
+    assert said[0] == said[1] and "per-pool runners" in said[0]
 
 
 def test_without_its_checkout_the_command_says_where_it_runs(

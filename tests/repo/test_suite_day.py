@@ -17,7 +17,10 @@ def _scratch_environments() -> list[tuple[str, bool]]:
     """(where, carries the day) of each dict literal in the tests that sets `PATH`."""
     found = []
     for path in sorted(TESTS.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        text = path.read_text(encoding="utf-8")
+        if '"PATH"' not in text:  # no environment dict: not parsed
+            continue
+        for node in ast.walk(ast.parse(text)):
             if not isinstance(node, ast.Dict):
                 continue
             keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
