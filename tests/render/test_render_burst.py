@@ -201,7 +201,7 @@ def _mermaid() -> list[str]:
     if not configured:
         pytest.skip(
             "the MR note's gantt charts are not parsed by Mermaid here: MERMAID_GANTT is unset; `bash .ci/oracle` "
-            "installs Mermaid (pinned, under jsdom), and runs this test (in .ci/run and CI's pipeline-oracle job)"
+            "installs Mermaid (pinned, under jsdom) and runs this test (in .ci/run and CI's pipeline-oracle job)"
         )
     probe = subprocess.run([*configured], input="[]", capture_output=True, text=True, check=False, timeout=120)
     if probe.returncode != 0:
