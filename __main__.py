@@ -13,6 +13,7 @@ from infra.cloud.platform import build_platform
 from infra.config.checks.versions import plan_day, version_problems
 from infra.config.credentials import PROVIDER_CREDENTIAL_KEYS
 from infra.config.errors import SpecError
+from infra.config.registry import committed_placeholder
 from infra.model.platform import load_platform
 from infra.render.report import stack_report
 from infra.sim.week import simulate_week
@@ -44,6 +45,8 @@ for warning in [*platform.warnings, *dated]:  # the spec's, then the version's
 
 secrets = {}  # the stack secrets the spec names (cache keys, secret CI variables), kept Pulumi secrets
 for key in platform.spec.secret_config_keys():
+    if placeholder := committed_placeholder(config.full_key(key), pulumi.runtime.get_config(config.full_key(key))):
+        raise pulumi.RunError(placeholder)  # the bootstrap not done: named, before any resource
     secrets[key] = config.require_secret(key)  # a missing one stops here, before any resource
     if not pulumi.runtime.is_config_secret(config.full_key(key)):
         raise pulumi.RunError(f"{config.full_key(key)} is stored in plain text: pulumi config set --secret {key} ...")

@@ -1,7 +1,12 @@
-"""Offline command line of gpu-ci: `python -m infra <command>` (see --help).
+"""Offline command line of gpu-ci: `python -m infra <command>`, or `gpu-ci <command>` (see --help).
+
+`gpu-ci` is pyproject.toml's console script, the same commands: it exists once the checkout is installed into its
+venv, and runs from any directory.
 
 Each command lives in its own module under `infra/cli/`, imported only when it runs: `plan` does not pay
-for check-ci's or the review tools' imports.
+for check-ci's or the review tools' imports. The commands read the checkout this package sits in (its stack files,
+`__main__.py`, policy pack), never the current directory's: paths given on the command line are the current
+directory's.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 COMMANDS = {
     "plan": ("infra.cli.plan", "run the program offline under mocks and show what it would create"),
@@ -29,13 +35,27 @@ COMMANDS = {
     "docs": ("infra.cli.docs", "write the config reference (docs/config-reference.md) from the spec's models"),
 }
 """Command name -> (module with `add_parser(subparsers)`, one-line help)."""
+CHECKOUT = Path(__file__).resolve().parent.parent
+"""The project the commands read: where `Pulumi.yaml` sits beside `infra/`."""
+INSTALL = "pip install --no-deps --no-build-isolation -e <checkout>"
+WHERE = (
+    "runs from gpu-ci's checkout (its root), or from any directory once the checkout is installed into its venv "
+    f"({INSTALL}, which adds the `gpu-ci` command)"
+)
+"""Where the commands run, said by --help and by the error below."""
+STANDALONE = frozenset({"plan-diff", "mr-note", "guard-replacements"})
+"""Commands that read only the files they are given, never the checkout's: they run without one too."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m infra") -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m infra", description=__doc__.splitlines()[0])
-    subparsers = parser.add_subparsers(required=True, metavar="command")
     chosen = next((arg for arg in argv if not arg.startswith("-")), None)
+    if chosen in COMMANDS and chosen not in STANDALONE and not (CHECKOUT / "Pulumi.yaml").is_file():
+        # a copy of the package without its project (`pip install .`, not `-e`): say where the commands run
+        print(f"error: {prog} {WHERE}; {CHECKOUT} holds no Pulumi.yaml beside infra/", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0], epilog=f"{prog} {WHERE}.")
+    subparsers = parser.add_subparsers(required=True, metavar="command")
     for name, (module, summary) in COMMANDS.items():
         if name == chosen:
             importlib.import_module(module).add_parser(subparsers)
@@ -43,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
             subparsers.add_parser(name, help=summary, add_help=False)
     args = parser.parse_args(argv)
     return int(args.handler(args))
+
+
+def console() -> int:
+    """`gpu-ci`, pyproject.toml's console script: `main` under its own name."""
+    return main(prog="gpu-ci")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ if sys.dont_write_bytecode:
     sys.dont_write_bytecode = False
 
 import yaml  # after the bytecode's place is set
+from support.day import SUITE_DAY, TODAY_VARIABLE
 from support.paths import ROOT, TESTS
 
 ENGINE_TESTS = TESTS / "engine"
@@ -52,8 +53,9 @@ reference counts free, and every full collection rescans what the session keeps 
 with the defaults, collections took some 10 % of the suite's time."""
 
 # The program checks the cluster's Kubernetes version against Scaleway's withdrawal dates on the day it runs:
-# every run under test (and every `plan` it starts in a subprocess) runs on this day, never the calendar's.
-os.environ["GPU_CI_TODAY"] = "2026-12-01"
+# every run under test (and every `plan` it starts in a subprocess) runs on this day, never the calendar's
+# (tests/support/day.py).
+os.environ[TODAY_VARIABLE] = SUITE_DAY
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -17,6 +17,22 @@ from infra.config.base import SpecModel, is_dns_label
 
 REGISTRY_PULL_SECRET_CONFIG: Final = "registry_pull_secret_key"
 """Stack secret (`pulumi config set --secret registry_pull_secret_key ...`): the pull key's secret part."""
+PULL_KEY_PLACEHOLDER: Final = "bootstrap-not-done"
+"""What a stack file holds as the pull key until its bootstrap is done. A plain value, which the CLI hands to the
+program as it is: the program then refuses it by name (`committed_placeholder`). A `secure:` placeholder stopped
+the CLI itself, before the program ran, with a line that named no key."""
+
+
+def committed_placeholder(full_key: str, value: str | None) -> str | None:
+    """Why the stack secret `full_key` cannot be used when it holds the committed placeholder; None otherwise."""
+    if full_key.partition(":")[2] != REGISTRY_PULL_SECRET_CONFIG or value != PULL_KEY_PLACEHOLDER:
+        return None
+    return (
+        f"{full_key}={PULL_KEY_PLACEHOLDER!r}: the stack file's placeholder, not a key: `pulumi preview` and `up` stop "
+        "on it until the registry's read-only pull key is made, once, by someone with IAM rights, outside CI "
+        '(docs/security.md, "Bootstrap: the registry pull key"), and set with '
+        f"`pulumi config set --secret {REGISTRY_PULL_SECRET_CONFIG} <its secret part>`"
+    )
 
 
 class RegistrySpec(SpecModel):

@@ -4,6 +4,10 @@ This is what `pulumi preview` would execute, minus the engine and the providers:
 the same stack config, every registration recorded with its inputs and options, every stack output
 resolved (and whether it is secret). Each run gets a fresh event loop and fresh Pulumi settings.
 
+One deliberate difference: a stack secret still at its committed placeholder (`infra.config.registry`), which
+`pulumi preview` and `up` refuse, is handed to the program as a secret it cannot read, as a `secure:` value is
+(neither can be decrypted offline), and the run warns that the engine will stop on it, where the program needs it.
+
 The cyclic GC is paused while the program runs: the event loop makes thousands of short-lived handles, and each
 full collection they trigger would rescan the SDKs' ~300,000 long-lived objects (a tenth of `plan`'s time). The
 run makes little cyclic garbage; what it makes is collected when the GC resumes.
@@ -26,6 +30,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from infra.config.registry import committed_placeholder
 from infra.offline.mocks import RecordedResource, RecordingMocks, RecordingMonitor
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 
@@ -71,6 +76,7 @@ class _ListHandler(logging.Handler):
 
 def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py", *, check: bool = True) -> ProgramRun:
     """Run `program` with `config`. What the program raises is re-raised, or kept in `error` if not `check`."""
+    config, placeholders = _without_placeholders(config)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     handler = _ListHandler()
@@ -98,7 +104,10 @@ def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py
                     raise
                 return ProgramRun(list(monitor.recorded), {}, handler.records, err)
             outputs = loop.run_until_complete(_resolve_outputs())
-        return ProgramRun(list(monitor.recorded), outputs, handler.records, namespace=namespace)
+        platform = namespace.get("platform")
+        needed = {config.namespaced(key) for key in platform.spec.secret_config_keys()} if platform else set()
+        logs = [*handler.records, *(("warning", why) for key, why in placeholders.items() if key in needed)]
+        return ProgramRun(list(monitor.recorded), outputs, logs, namespace=namespace)
     finally:
         settings.reset_options()
         pulumi.runtime.set_all_config({})
@@ -107,6 +116,18 @@ def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py
         loop.close()
         if collecting:
             gc.enable()
+
+
+def _without_placeholders(config: StackConfig) -> tuple[StackConfig, dict[str, str]]:
+    """`config` with each committed placeholder made a secret the program cannot read, and why each stops the
+    engine (by full key)."""
+    placeholders = {
+        key: why for key, value in config.values.items() if (why := committed_placeholder(key, value)) is not None
+    }
+    if not placeholders:
+        return config, {}
+    unreadable = {key: f"[secret {key} - the stack file's placeholder, not a key]" for key in placeholders}
+    return config.with_values(unreadable, secret_keys=tuple(placeholders)), placeholders
 
 
 async def _resolve_outputs() -> dict[str, StackOutput]:

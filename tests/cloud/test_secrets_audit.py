@@ -159,7 +159,7 @@ def test_no_config_map_or_helm_value_holds_a_secret(audited: tuple[StackConfig, 
 def test_a_secret_stored_in_plain_text_is_refused(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
     run = run_program(_stack(dev_stack, dev_platform, as_secrets=False), check=False)
     assert isinstance(run.error, pulumi.RunError)
-    assert str(run.error).startswith("gpu-ci:runner_cache_access_key is stored in plain text")
+    assert str(run.error).startswith("gpu-ci:registry_pull_secret_key is stored in plain text")  # the first, sorted
     assert run.resources == []
 
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import copy
 import itertools
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
+from support.day import SUITE_DAY
 
 from infra.config.checks.versions import NEAR_END_DAYS, TODAY_VARIABLE, plan_day, version_problems
 from infra.config.load import load_spec
 from infra.kubernetes_versions import KUBERNETES_VERSIONS, newest_version
-from infra.offline.harness import run_program
+from infra.offline.harness import ProgramRun, run_program
 from infra.offline.stack_config import StackConfig
 
 
@@ -111,4 +112,46 @@ def test_the_program_refuses_a_withdrawn_version_before_any_resource(
     monkeypatch.setenv(TODAY_VARIABLE, "2027-02-01")
     refused = run_program(config, check=False)
     assert str(refused.error).startswith("platform.cluster.version='1.35': withdrawn: Scaleway creates no cluster")
+    assert refused.resources == []
+
+
+def _what_it_did(run: ProgramRun) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
+    """Every registration (type, name, inputs, options) in URN order, and the outputs."""
+    resources = [(r.type, r.name, r.inputs, r.options) for r in sorted(run.resources, key=lambda r: r.urn)]
+    return resources, run.outputs
+
+
+def test_moving_the_day_across_the_dev_stacks_dates_changes_its_verdict_there_only(
+    dev_stack: StackConfig, dev_run: ProgramRun, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suite's day (tests/support/day.py) gives the dev stack, which every planning test runs, no verdict on its
+    Kubernetes version. Up to the day before the version is near its end, the whole program does exactly what it
+    does on the suite's day; from that day it warns once more, at `platform.cluster.version`, and registers the
+    same; from the version's creation end it is refused, before any resource."""
+    minor = dev_stack.get("platform")["cluster"]["version"]
+    known = KUBERNETES_VERSIONS[minor]
+    near = known.creation_ends - timedelta(days=NEAR_END_DAYS)
+    assert date.fromisoformat(SUITE_DAY) < near - timedelta(days=1)
+
+    def on(day: date) -> ProgramRun:
+        monkeypatch.setenv(TODAY_VARIABLE, day.isoformat())
+        return run_program(dev_stack, check=False)
+
+    same = on(near - timedelta(days=1))
+    assert same.error is None and _what_it_did(same) == _what_it_did(dev_run) and same.logs == dev_run.logs
+    dates = f"Scaleway creates no cluster from {known.creation_ends}, upgrades the rest after {known.support_ends}"
+    for day, left in ((near, NEAR_END_DAYS), (known.creation_ends - timedelta(days=1), 1)):
+        warned = on(day)
+        assert warned.error is None and _what_it_did(warned) == _what_it_did(dev_run)
+        added = [entry for entry in warned.logs if entry not in dev_run.logs]
+        assert added == [
+            (
+                "warning",
+                f"platform.cluster.version={minor!r}: near its end, in {left} days: {dates}; no newer version is in "
+                "the catalogue",
+            )
+        ]
+        assert [entry for entry in warned.logs if entry not in added] == dev_run.logs
+    refused = on(known.creation_ends)
+    assert str(refused.error).startswith(f"platform.cluster.version={minor!r}: withdrawn: {dates}")
     assert refused.resources == []

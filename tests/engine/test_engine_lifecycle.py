@@ -27,8 +27,14 @@ PREVIOUS_LANDED = "689e6d2"
 the previous landed commit when the program changes what it registers."""
 
 SECRETS = {"gitlab:token": "glpat-engine-lifecycle-token", "registry_pull_secret_key": "engine-lifecycle-pull-key"}
-PLACEHOLDER_ERROR = "error: validating stack config: bad value: nonce size is incorrect"
-"""What the CLI says of the placeholder (docs/security.md quotes it): it names no key, but nothing runs."""
+PLACEHOLDER_ERROR = (
+    "error: gpu-ci:registry_pull_secret_key='bootstrap-not-done': the stack file's placeholder, not a key: `pulumi "
+    "preview` and `up` stop on it until the registry's read-only pull key is made, once, by someone with IAM rights, "
+    'outside CI (docs/security.md, "Bootstrap: the registry pull key"), and set with `pulumi config set --secret '
+    "registry_pull_secret_key <its secret part>`"
+)
+"""What preview says of the placeholder: one line naming the key, why it stops, and the command that replaces it
+(the undecryptable `secure:` placeholder before it stopped the CLI with a line that named no key)."""
 PROTECTED_TYPES = {
     "scaleway:network/vpc:Vpc",
     "scaleway:network/privateNetwork:PrivateNetwork",
@@ -145,8 +151,12 @@ def test_todays_program_takes_over_the_previous_commits_state_without_replacing_
 def test_the_placeholder_registry_key_stops_preview_before_any_provider(tmp_path: Path) -> None:
     project = EngineProject(tmp_path)
     project.init_stack({"gitlab:token": SECRETS["gitlab:token"]})  # the bootstrap step not done: placeholder kept
-    assert "registry_pull_secret_key:\n    secure: v1:cGxhY2Vob2xkZXI=" in project.stack_file().read_text()
+    assert "gpu-ci:registry_pull_secret_key: bootstrap-not-done\n" in project.stack_file().read_text()
     preview = project.pulumi("preview", check=False)
     assert preview.returncode != 0
-    assert preview.output.strip() == PLACEHOLDER_ERROR, preview
+    diagnostics = preview.stdout.partition("\nDiagnostics:\n")[2].partition("\nResources:\n")[0]
+    errors = [line.strip() for line in diagnostics.splitlines() if line.strip().startswith("error:")]
+    # the second: the SDK's inline runtime (tests/support/doubles/language_host.py) restating the program's error
+    assert errors == [PLACEHOLDER_ERROR, PLACEHOLDER_ERROR.replace("error: ", "error: an unhandled error occurred: ")]
+    assert "validating stack config" not in preview.output, preview
     assert [r for r in project.records() if r["method"] in {"Check", "Create", "Invoke"}] == []

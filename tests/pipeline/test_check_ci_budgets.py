@@ -135,7 +135,11 @@ def test_the_work_budget_counts_what_resolving_merges() -> None:
         resolved.deep_merge({str(i): i for i in range(5)}, {str(i): i for i in range(5)}, work)
 
 
-@pytest.mark.skipif(not os.path.lexists("/proc/1/cwd"), reason="needs /proc")
+@pytest.mark.skipif(
+    not os.path.lexists("/proc/1/cwd"),
+    reason="the file no stat() may read is a link to /proc/1/cwd, and this system has no /proc: the suite runs it on "
+    "Linux (the build machines, .ci/run and CI's test job)",
+)
 @pytest.mark.parametrize("where", ["include", "pipeline", "folder"])
 def test_a_file_that_cannot_be_read_is_one_line(tmp_path: Path, where: str) -> None:
     """A symlink to /proc/1/cwd: stat() is refused even to root (once a PermissionError traceback)."""

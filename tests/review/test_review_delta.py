@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from support.day import SUITE_DAY_ENV
 from support.paths import ROOT
 from support.plans import plan_json_with
 from support.repos import git, venv_python
@@ -218,6 +219,7 @@ def _run_preview(repo: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]
         "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
         "HOME": str(tmp_path),
         "PYTHONPATH": str(ROOT),
+        **SUITE_DAY_ENV,
         "PULUMI_STACK": "dev",
         "PULUMI_BACKEND_URL": "s3://state",
         "CI_PIPELINE_SOURCE": "merge_request_event",

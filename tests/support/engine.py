@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from support.day import SUITE_DAY_ENV
 from support.paths import ROOT
 
 ENGINE_BIN = ROOT / ".engine" / "bin"
@@ -145,6 +146,7 @@ class EngineProject:
             "GPU_CI_DOUBLES_RECORDS": str(self.records_dir),
             "GPU_CI_HOST_RECORDS": str(self.records_dir),
             "PYTHONDONTWRITEBYTECODE": "1",
+            **SUITE_DAY_ENV,  # the program checks versions against the suite's day (support/day.py)
         }
 
     def pulumi(
