@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 COMMANDS = {
@@ -65,10 +67,33 @@ def main(argv: list[str] | None = None, prog: str = "python -m infra") -> int:
     return int(args.handler(args))
 
 
+SIGPIPE_EXIT = 141
+"""What a shell reports for a program its reader stopped listening to (128 + SIGPIPE), as for `plan --json | head`."""
+
+
+def exit_code(command: Callable[[], int]) -> int:
+    """`command`'s exit code, its output flushed here: a reader that closed the pipe early (`| head`) ends the
+    command quietly with SIGPIPE_EXIT, not with a BrokenPipeError traceback (the recipe of Python's signal docs:
+    stdout is pointed at /dev/null so that the interpreter's own flush at exit cannot fail again)."""
+    try:
+        try:
+            code = command()
+        except SystemExit as done:  # --help, argparse's usage errors
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 2)
+            if done.code is not None and not isinstance(done.code, int):
+                print(done.code, file=sys.stderr)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
+    return code
+
+
 def console() -> int:
     """`gpu-ci`, pyproject.toml's console script: `main` under its own name."""
-    return main(prog="gpu-ci")
+    return exit_code(lambda: main(prog="gpu-ci"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_code(main))

@@ -92,3 +92,28 @@ def test_without_its_checkout_the_command_says_where_it_runs(
         "into its venv (pip install --no-deps --no-build-isolation -e <checkout>, which adds the `gpu-ci` command); "
         f"{tmp_path} holds no Pulumi.yaml beside infra/\n"
     )
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    """`plan --json | head`: the reader closes the pipe before the command has written all; the command ends with
+    the shell's SIGPIPE status and no BrokenPipeError traceback (`exit_code` wraps both `gpu-ci` and `-m infra`).
+    The command here is a stand-in that prints a plan's worth of lines (a real plan takes seconds)."""
+    import subprocess
+
+    program = (
+        "import sys, infra.__main__ as cli\n"
+        "def command():\n"
+        "    for n in range(20000):\n"
+        "        print(f'line {n} of a long plan')\n"
+        "    return 0\n"
+        "sys.exit(cli.exit_code(command))\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", program], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the command writes
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=30) == cli.SIGPIPE_EXIT, stderr
+    assert stderr == ""
