@@ -23,6 +23,7 @@ Kubernetes provider is built into `.engine/providers/` (see `KUBERNETES_PROVIDER
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -206,8 +207,8 @@ class ControlPlane:
         allocatable: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """A Node that kwok runs, once Ready and schedulable (the API server's not-ready taint lifted).
-        `capacity` adds to DEFAULT_CAPACITY; `allocatable` defaults to the capacity. Taints are
-        `{"key", "value", "effect"}` mappings."""
+        `capacity` adds to DEFAULT_CAPACITY; `allocatable` is the capacity but for the resources it names.
+        Taints are `{"key", "value", "effect"}` mappings."""
         full_capacity = {**DEFAULT_CAPACITY, **(capacity or {})}
         node = {
             "apiVersion": "v1",
@@ -216,7 +217,7 @@ class ControlPlane:
             "spec": {"taints": [dict(taint) for taint in taints]},
             "status": {
                 "capacity": full_capacity,
-                "allocatable": {**full_capacity, **(allocatable or {})} if allocatable else full_capacity,
+                "allocatable": {**full_capacity, **(allocatable or {})},
             },
         }
         response = self.request("POST", "/api/v1/nodes", node)
@@ -227,10 +228,16 @@ class ControlPlane:
     def stop(self) -> None:
         """SIGTERM to each process group this object started (the last started first), SIGKILL to any still
         running after STOP_TIMEOUT seconds; then the etcd data is removed. The logs stay in `log_dir`."""
+        errors = []
         for name in reversed(list(self.processes)):
-            _terminate(self.processes[name])
+            try:
+                _terminate(self.processes[name])
+            except OSError as error:  # the others are still stopped
+                errors.append(f"{name}: {error}")
         self._session.close()
         shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+        if errors:
+            raise ControlPlaneError(f"test cluster: stopping {'; '.join(errors)} (logs: {self.log_dir})")
 
     def __enter__(self) -> ControlPlane:
         return self
@@ -319,7 +326,8 @@ def start_control_plane(workdir: Path) -> ControlPlane:
             component="kube-controller-manager",
         )
     except BaseException:
-        plane.stop()
+        with contextlib.suppress(ControlPlaneError):  # the failure to report is the start's
+            plane.stop()
         raise
     plane.ready_seconds = time.monotonic() - started
     return plane
