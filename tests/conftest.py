@@ -34,6 +34,7 @@ from support.paths import ROOT, TESTS
 ENGINE_TESTS = TESTS / "engine"
 
 if TYPE_CHECKING:
+    from support.cluster import ControlPlane
     from support.plans import PlanRun
 
     from infra.offline.harness import ProgramRun
@@ -246,3 +247,17 @@ def dev_plan_document(dev_stack: StackConfig, dev_run: ProgramRun) -> dict[str, 
     from support.plans import plan_json
 
     return plan_json(dev_stack, dev_run)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """The test cluster of tests/engine (tests/support/cluster.py): one per worker that asks for it, started at
+    its first use and stopped at the session's end whatever the outcome; skipped, in one line, where it is not
+    built."""
+    from support import cluster
+    from support.cluster import SKIP_REASON
+
+    if absent := cluster.missing():
+        pytest.skip(f"{SKIP_REASON}; missing: {', '.join(absent)}")
+    with cluster.start_control_plane(tmp_path_factory.mktemp("control-plane")) as plane:
+        yield plane
