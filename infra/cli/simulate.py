@@ -302,7 +302,7 @@ def render_rows(
         "scenario",
         "failed",
         "makespan (min)",
-        "bound (min)",
+        "makespan bound (min)",
         "longest wait (min)",
         "MR wait p95",
         "batch wait p95",
