@@ -62,6 +62,9 @@ class Searcher(Protocol):
     def run_levers(self, pool: str, levers: Levers) -> PoolRun | None:
         """The pool's run with `levers` (simulated once; None: the spec or the pack refuses them)."""
 
+    def simulations(self) -> int:
+        """Pool runs simulated so far (a cached one is not simulated again)."""
+
     def valid(self, combination: Combination) -> bool:
         """The whole platform with the combination's changes derives and the pack accepts it."""
 
@@ -145,15 +148,17 @@ def refine(
                 break
             if label in failed:
                 continue
+            simulated = searcher.simulations()
             candidate = build()
-            state.tried()
+            if searcher.simulations() > simulated:  # a pool's run not simulated before: the budget's unit
+                state.tried()
             if candidate is None or candidate.eur_per_week >= current.eur_per_week:
                 continue
             if state.holds(candidate) is None:
                 done.steps.append(f"{label} (-{float(current.eur_per_week - candidate.eur_per_week):.2f} EUR/week)")
                 current = candidate
                 break
-            failed.add(label)  # every move taken lowers capacity: one that failed fails again after it
+            failed.add(label)  # the moves taken remove capacity: one that did not hold is not tried again
         else:
             break
     done.best, done.screened, done.confirmed = current, state.screens, state.confirms

@@ -283,6 +283,9 @@ class _Search:
     def valid(self, combination: Combination) -> bool:
         return self._valid(combination)
 
+    def simulations(self) -> int:
+        return len(self.by_levers)
+
     def replica_counts(self, pool: str) -> list[int | None]:
         return sorted(self.nodes[pool], key=lambda replicas: replicas or 0)
 
