@@ -15,9 +15,10 @@ must still do, per pool:
   before; so for the `k`-th node the billed time covers every `[x - b, y)` of the times `k` nodes must be ready
   (a gap shorter than a boot is cheaper kept up than rebooted);
 - **do the work**: a ready node gets through at most `T` minutes of work alone a minute (`floors.node_throughput`:
-  its jobs, at most 1/u per GPU when they share it), so the ready node-minutes are at least the week's work / `T`,
-  and each merge-request burst's work must be done within its window (a job starts by `a + W` and runs at most
-  `stretch` times its length: the slowest a full GPU makes it).
+  its jobs, at most 1/u per GPU when they share it), so the ready node-minutes are at least the week's work / `T`
+  (and its longest job: no job runs faster than alone), and each merge-request burst's work must be done within
+  its window (a job starts by `a + W` and runs at most `stretch` times its length: the slowest a full GPU makes
+  it).
 
 More ready time is bought cheapest first (an LP over the levels, solved exactly by a greedy: keeping a node up over
 a gap `g` of its level buys `g + b` ready minutes for `g`, anything else a minute for a minute). Every step only
