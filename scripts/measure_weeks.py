@@ -1,7 +1,9 @@
 """Measure the simulated weeks' commands on the dev stack against their goals (README: "Speed").
 
 - `python -m infra simulate --week --weeks 20`: the 20 weeks of the dev stack (goal: under 10 s on 2 cores);
-- `python -m infra recommend`: screened on the first week, confirmed over the 20 (goal: under 30 s on 2 cores).
+- `python -m infra recommend`: screened on the first week, confirmed over the 20, then refined (its second step:
+  `infra.sim.refine`) and confirmed again (goal: under 30 s on 2 cores);
+- `python -m infra recommend --keep-sizes`: the same with every pool's max_size kept (goal: under 30 s).
 Each is timed as a fresh process (start-up and SDK imports included), best of N runs, wall and CPU time (user +
 system of the child): on a busy machine the CPU time is the steadier. Bytecode is cached as in `measure_plan.py`.
 Usage: python scripts/measure_weeks.py [runs]
@@ -18,6 +20,7 @@ import time
 COMMANDS = (
     ("simulate --week --weeks 20", ["simulate", "--week", "--weeks", "20"], 10.0),
     ("recommend", ["recommend"], 30.0),
+    ("recommend --keep-sizes", ["recommend", "--keep-sizes"], 30.0),
 )
 
 

@@ -24,7 +24,9 @@ import difflib
 import math
 import shlex
 import sys
+import textwrap
 import time
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import TextIO
@@ -32,13 +34,17 @@ from typing import TextIO
 from infra.cli import fail
 from infra.config.errors import SpecError
 from infra.model.platform import Platform, load_platform
+from infra.model.warm import week_spans
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config, stack_file
 from infra.render.text import format_eur, render_table
 from infra.sim.binding import bindings
 from infra.sim.combine import Combination
-from infra.sim.levers import Change, apply, dotted
-from infra.sim.pool_runs import VARIANTS
-from infra.sim.search import MAX_RUNS, Confirmation, SearchError, SearchReport, search
+from infra.sim.confirm import Confirmation
+from infra.sim.levers import Change, apply, dotted, duration_text
+from infra.sim.platform_scenario import sim_pools
+from infra.sim.pool_runs import LATE_BOOT, VARIANTS
+from infra.sim.search import search
+from infra.sim.search_report import MAX_RUNS, SearchError, SearchReport
 from infra.sim.week import simulate_week
 from infra.untrusted import printable
 
@@ -57,6 +63,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--confidence",
         metavar="SHARE",
         help="the share of the simulated weeks the target must be met in (default platform.slo.confidence, 0.9)",
+    )
+    parser.add_argument(
+        "--keep-sizes",
+        action="store_true",
+        help="keep every pool's max_size: the best the other levers (warm windows, held slots, sharing, scale-down) do",
     )
     parser.add_argument(
         "--max-runs",
@@ -108,7 +119,9 @@ def main(args: argparse.Namespace) -> int:
         raw = config.get("platform")
         platform = load_platform(raw)
         progress = Progress()
-        report = search(platform, raw, max_runs=args.max_runs, progress=progress, confidence=confidence)
+        report = search(
+            platform, raw, max_runs=args.max_runs, progress=progress, confidence=confidence, keep_sizes=args.keep_sizes
+        )
     except (FileNotFoundError, StackFileError, SpecError, SearchError) as err:
         return fail(str(err))
     progress.done(report)
@@ -122,6 +135,7 @@ def main(args: argparse.Namespace) -> int:
             return 1
     if chosen is None:
         out.write(_closest(platform, report))
+        out.write(_bound(report, None, None))
         out.write(_front(report))
         if args.write:
             out.write(f"Nothing written to {path.name}: no candidate meets the target.\n")
@@ -145,7 +159,10 @@ def _recommend(
     assert chosen is not None
     raw = config.get("platform")
     found = report.changes(chosen)
-    out.write(_comparison(report, chosen, load_platform(apply(raw, found))))
+    changed = load_platform(apply(raw, found))
+    out.write(_comparison(report, chosen, changed))
+    out.write(_bound(report, chosen, changed))
+    out.write(_refined(report))
     text = _diff(path, config, found, expected=apply(raw, found), out=out)
     out.write("\n" + _front(report))
     source = f"--config {shlex.quote(str(args.config))}" if args.config else f"--stack {args.stack}"
@@ -186,7 +203,8 @@ def _heading(stack: str, report: SearchReport) -> str:
         f"Recommendation for stack {stack!r}: the cheapest platform whose merge-request wait p95 is within "
         f"platform.slo.merge_request_wait_minutes = {float(target.minutes):g} min in at least "
         f"{float(report.confidence):.0%} of {report.weeks} simulated weeks ({required}), in each of: {variants}; "
-        f"with 0 failed jobs ({target.jobs} merge-request jobs in the first week; at most {target.allowed_over} over "
+        + ("with every pool's max_size as it is (--keep-sizes); " if report.keep_sizes else "")
+        + f"with 0 failed jobs ({target.jobs} merge-request jobs in the first week; at most {target.allowed_over} over "
         "it). Candidates are screened on the first week and the cheapest confirmed on every week.",
         f"Searched {report.candidates} candidates of {len(report.pools)} GPU pool(s) ({', '.join(report.pools)}): "
         f"simulated {report.simulated} on the first week, each in the {len(VARIANTS)} variants, and confirmed "
@@ -231,6 +249,76 @@ def _comparison(report: SearchReport, chosen: Combination, changed: Platform) ->
         "today. The margin is the target less the worst variant's p95 over all the weeks' merge-request jobs.\n"
     )
     return render_table(header, rows) + note
+
+
+RATIO_GOAL = Fraction(5, 4)
+"""Within this of the bound a recommendation is close; above it, `recommend` says what keeps it from closer."""
+WIDTH = 118
+
+
+def _bound(report: SearchReport, chosen: Combination | None, changed: Platform | None) -> str:
+    """The target's bound over the weeks, the recommendation against it, and above `RATIO_GOAL` why."""
+    bound = report.bound
+    if bound is None:
+        return ""
+    spread = f"{format_eur(min(bound.bounds))}-{format_eur(max(bound.bounds))}"
+    parts = [
+        f"Bound: no dispatch of these pools meets the target for less than {format_eur(bound.median)} EUR/week "
+        f"(the median of the {len(bound.bounds)} weeks' bounds, {spread}), even one knowing every arrival in advance "
+        '(docs/simulation.md, "The target\'s bound").'
+    ]
+    if chosen is not None and changed is not None:
+        week = simulate_week(changed)
+        assert week is not None
+        mean = report.mean_eur(chosen) or week.eur_per_week
+        ratio = bound.ratio(mean)
+        parts.append(
+            f"The recommendation: EUR {format_eur(week.eur_per_week)}/week on the first week, {format_eur(mean)} on "
+            f"average over the weeks: {float(ratio):.2f}x the bound."
+        )
+        if ratio > RATIO_GOAL:
+            parts.append(_why(report, changed))
+    return "".join(textwrap.fill(part, WIDTH, break_on_hyphens=False) + "\n" for part in parts) + "\n"
+
+
+def _why(report: SearchReport, changed: Platform) -> str:
+    """What keeps the recommendation from the bound: the capacity a platform that cannot see arrivals keeps up."""
+    bound = report.bound
+    assert bound is not None
+    boots = {pool.name: pool.boots.fastest for pool in sim_pools(changed)}
+    fastest = min(boots.values())
+    warm_minutes = warm_eur = Fraction(0)
+    for name in report.pools:
+        pool = changed.pools[name]
+        minutes = sum((Fraction((end - start) * nodes) for start, end, nodes in week_spans(pool)), Fraction(0))
+        warm_minutes += minutes
+        warm_eur += minutes * pool.eur_per_hour / 60
+    late = fastest + LATE_BOOT
+    return (
+        f"Why not closer: a node boots in {float(fastest):g} min at the fastest ({float(late):g} with nodes 5 min "
+        f"late) and the target is {float(report.target.minutes):g} min, so a merge-request job starts in time only on "
+        f"a node already up. The bound starts {float(bound.boots_median):g} nodes a week just before the jobs that "
+        f"need them and keeps {float(bound.forced_median) / 60:.1f} node-hours up for them; a platform that cannot "
+        "see them coming keeps its slots up through the hours they may come: the recommendation's warm windows hold "
+        f"{float(warm_minutes) / 60:.1f} node-hours a week (EUR {format_eur(warm_eur)}/week)."
+    )
+
+
+def _refined(report: SearchReport) -> str:
+    """The second step: from what, the moves it took (which lever bought what), the seeds from the bound."""
+    done = report.refined
+    if done is None:
+        return ""
+    steps = "; ".join(done.steps) or "no move was cheaper"
+    seeds = "; ".join(done.seeds) or "none"
+    text = (
+        f"Second step (finer levers: warm counts by the arrival profile's bands and their edges, max_size, replicas, "
+        f"held slots, the cluster's scale-down delay; {done.screened} moves tried, {done.confirmed} confirmed over "
+        f"the weeks), from the first step's EUR {format_eur(done.start.eur_per_week)}/week: {steps}. Seeds from the "
+        f"bound (the clairvoyant's ready nodes per band, at the {float(report.confidence):.0%} quantile and the most): "
+        f"{seeds}."
+    )
+    return textwrap.fill(text, WIDTH, break_on_hyphens=False) + "\n\n"
 
 
 def _variant_cell(confirmed: Confirmation, index: int) -> str:
@@ -319,8 +407,11 @@ def _describe(report: SearchReport, combination: Combination) -> str:
     changed = [
         f"{run.pool} {run.levers.describe()}"
         for run, today in zip(combination.runs, report.today.runs, strict=True)
-        if run.levers != today.levers
+        if replace(run.levers, scale_down_seconds=today.levers.scale_down_seconds) != today.levers
     ]
+    seconds = combination.runs[0].levers.scale_down_seconds
+    if seconds != report.today.runs[0].levers.scale_down_seconds:
+        changed.append(f"scale-down after {duration_text(seconds)}")
     return "; ".join(changed)
 
 
@@ -339,11 +430,26 @@ def _closest(platform: Platform, report: SearchReport) -> str:
     p95s = ", ".join(f"{variant.name} {_min(p95)}" for variant, p95 in zip(VARIANTS, closest.p95s, strict=True))
     lines += [
         f"No candidate meets the target on the first week. The closest: {_describe(report, closest) or 'today'}: EUR "
-        f"{format_eur(closest.eur_per_week)}/week, p95 {p95s} min. What binds it:",
+        f"{format_eur(closest.eur_per_week)}/week, p95 {p95s} min"
+        + _over_the_weeks(report, closest)
+        + ". What binds it:",
     ]
     found = bindings(closest, report.target.minutes, {pool: Fraction(minutes) for pool, minutes in cold.items()})
     lines += [f"  - {binding.describe()}" for binding in found]
     return "\n".join(lines) + "\n\n"
+
+
+def _over_the_weeks(report: SearchReport, combination: Combination) -> str:
+    """`; over the 20 weeks: p95 135.0, 158.6, 140.0 min (the variants), met in 0 of them, EUR 124.1/week`."""
+    confirmed = report.confirmations.get(combination.key)
+    if confirmed is None or not confirmed.complete:
+        return ""
+    mean = report.mean_eur(combination)
+    return (
+        f"; over the {confirmed.weeks} weeks: p95 {', '.join(_min(p95) for p95 in confirmed.p95s)} min (the same "
+        f"variants), met in {min(confirmed.met)} of them"
+        + ("" if mean is None else f", EUR {format_eur(mean)}/week on average")
+    )
 
 
 def _pack_refusal(config: StackConfig, changed: object) -> str:

@@ -3,7 +3,8 @@
 The jobs are one burst of the stack's workload (a pipeline), the whole day (`--day`), or the training jobs of
 a repository's `.gitlab-ci.yml` (`--pipeline FILE`: each job extending a profile's template, run as long as
 the profile's `workload.profiles.<name>.minutes_per_job`). Each scenario prints the failed jobs, the makespan
-against the bound the slots set, the longest wait before a job runs, and the GPU EUR:
+against its bound (the shortest any dispatch that runs every job reaches), the longest wait before a job runs, and
+the GPU EUR:
 - `--cold-start MIN`: every GPU pool takes this long from zero;
 - `--slower 1.1`: jobs 10 % longer than estimated;
 - `--orders N`: N seeded random job orders besides the given one (worst case shown);
@@ -302,7 +303,7 @@ def render_rows(
         "scenario",
         "failed",
         "makespan (min)",
-        "bound (min)",
+        "makespan bound (min)",
         "longest wait (min)",
         "MR wait p95",
         "batch wait p95",

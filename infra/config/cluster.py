@@ -21,7 +21,8 @@ class AutoscalerSpec(SpecModel):
     """Cluster-autoscaler settings. GPU minutes are billed, so the defaults scale down soon after jobs end."""
 
     scale_down_unneeded_time: Duration = "5m"
-    """How long a node must be unneeded before removal (API default 10m)."""
+    """How long a node must be unneeded before removal (API default 10m): billed minutes after each burst, or a
+    node kept for the next job; one for every pool (`recommend` searches it)."""
     scale_down_delay_after_add: Duration = "5m"
     """Pause before scale-down is considered again after a scale-up (API default 10m)."""
     scale_down_utilization_threshold: StrictFloat = Field(0.5, gt=0, le=1)

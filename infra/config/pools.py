@@ -193,7 +193,9 @@ class PoolSpec(SpecModel):
     warm: tuple[WarmWindowSpec, ...] = Field((), max_length=MAX_LIST)
     """Warm capacity: `[{days: Mon-Fri, from: "08:00", to: "19:00", nodes: 1}]` keeps that many nodes up in
     those hours (ready at `from`: started a cold start earlier), so the first job of the day does not wait
-    for a node. Billed while up; in `workload.time_zone`."""
+    for a node. Consecutive windows change the count through the day (`08:00-10:00` 1 node, `10:00-12:00` 3,
+    `12:00-19:00` 2: each rise a cold start early, each fall at its time); each hour is given once. Billed while
+    up; in `workload.time_zone`."""
 
     @property
     def always_on(self) -> bool:

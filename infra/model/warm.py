@@ -3,15 +3,20 @@ down, as CronJob schedules in the workload's time zone, and what the simulation 
 
 A window `Mon-Fri 08:00-19:00, nodes: 1` on a pool with a 15-min cold start means one node ready from 08:00
 to 19:00: the placeholders are scaled to 1 at 07:45 (a cold start early: the pool's p90 boot when it has one, so
-the node is ready in 9 boots of 10) and to 0 at 19:00. Windows that
-then touch or overlap (08:00-12:00 and 12:00-19:00) are one span (the larger node count holds), and a
-start that falls before Monday 00:00 is the Sunday before's. One CronJob per distinct (time, node count)
-of the week, its days in cron's `dow` (0 = Sunday). The simulation reads the same spans (`week_spans`).
+the node is ready in 9 boots of 10) and to 0 at 19:00. Consecutive windows change the count through the day
+(`08:00-10:00 nodes 1`, `10:00-12:00 nodes 3`, `12:00-19:00 nodes 2`: a ramp before the peak, fewer at lunch):
+each rise comes a cold start early, each fall at its time, so where a window's lead overlaps the one before, the
+larger count holds. The spans are that step function: at each minute the most nodes of the windows (each a cold
+start early) over it, a start before Monday 00:00 the Sunday before's. One CronJob per distinct (time, node
+count) at which the count changes, its days in cron's `dow` (0 = Sunday). The simulation reads the same spans
+(`week_spans`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -56,7 +61,8 @@ class WarmPool:
 
 
 def week_spans(pool: Pool) -> tuple[tuple[int, int, int], ...]:
-    """The pool's warm windows over the week, each started a cold start early (see the module docstring)."""
+    """The pool's warm windows over the week as a step function: [start, end, nodes) spans, sorted, not
+    overlapping, consecutive ones with different counts (see the module docstring)."""
     lead = pool.lead_cold_start_minutes
     pieces: list[tuple[int, int, int]] = []
     for window in pool.spec.warm:
@@ -65,14 +71,23 @@ def week_spans(pool: Pool) -> tuple[tuple[int, int, int], ...]:
                 pieces.append((start - lead, end, window.nodes))
             else:
                 pieces += [(0, end, window.nodes), (MINUTES_PER_WEEK + start - lead, MINUTES_PER_WEEK, window.nodes)]
-    merged: list[tuple[int, int, int]] = []
-    for start, end, nodes in sorted(pieces):
-        if merged and start <= merged[-1][1]:
-            first, last, most = merged[-1]
-            merged[-1] = (first, max(last, end), max(most, nodes))
+    return step_spans(pieces)
+
+
+def step_spans(pieces: Iterable[tuple[int, int, int]]) -> tuple[tuple[int, int, int], ...]:
+    """The most nodes over each minute of overlapping [start, end, nodes) pieces, as maximal constant spans."""
+    pieces = list(pieces)
+    edges = sorted({at for start, end, _ in pieces for at in (start, end)})
+    spans: list[tuple[int, int, int]] = []
+    for start, end in itertools.pairwise(edges):
+        nodes = max((n for first, last, n in pieces if first <= start and end <= last), default=0)
+        if not nodes:
+            continue
+        if spans and spans[-1][1] == start and spans[-1][2] == nodes:
+            spans[-1] = (spans[-1][0], end, nodes)
         else:
-            merged.append((start, end, nodes))
-    return tuple(merged)
+            spans.append((start, end, nodes))
+    return tuple(spans)
 
 
 def minute_of_week(moment: datetime, time_zone: str) -> int:
@@ -89,17 +104,21 @@ def replicas_at(pool: WarmPool, minute: int) -> int:
 
 
 def _edges(spans: tuple[tuple[int, int, int], ...]) -> list[tuple[int, int]]:
-    """(minute of the week, replicas) at which the placeholders are scaled; a span that runs over Sunday
-    midnight into the next Monday's is one span there (no scale-down and up again at 00:00)."""
-    edges = [edge for start, end, nodes in spans for edge in ((start, nodes), (end % MINUTES_PER_WEEK, 0))]
-    if len(spans) > 1 and spans[0][0] == 0 and spans[-1][1] == MINUTES_PER_WEEK and spans[0][2] == spans[-1][2]:
-        edges.remove((0, spans[0][2]))
-        edges.remove((0, 0))
-    elif spans and spans[0][0] == 0 and spans[-1][1] == MINUTES_PER_WEEK:
-        # A span that ends at the week's end meets one that starts on Monday 00:00 (the same span, all week long):
-        # one CronJob there, to the first span's count, not two at the same minute racing (to 0 and to N).
-        edges.remove((0, 0))
-    return edges
+    """(minute of the week, replicas) at which the placeholders are scaled: where the step function changes, one
+    scale each (a span that ends where the next begins is one change, to the next's count), and none at Monday
+    00:00 where a span over Sunday midnight goes on with the same count (one span there; a span all week long
+    keeps its one scale there)."""
+    count: dict[int, int] = {}
+    for start, end, nodes in spans:
+        count.setdefault(end % MINUTES_PER_WEEK, 0)
+        count[start] = nodes
+    at_midnight = next((nodes for start, _, nodes in spans if start == 0), 0)
+    before_midnight = next((nodes for _, end, nodes in spans if end == MINUTES_PER_WEEK), 0)
+    if before_midnight:
+        count[0] = at_midnight  # the week's end is Monday 00:00 again: the count goes on, or changes there
+    if before_midnight == at_midnight and len(spans) > 1:
+        count.pop(0, None)
+    return sorted(count.items())
 
 
 def derive_warm(spec: PlatformSpec, pools: dict[str, Pool]) -> tuple[WarmPool, ...]:

@@ -4,10 +4,14 @@ in the same words."""
 
 from __future__ import annotations
 
+import textwrap
 from fractions import Fraction
 
 from infra.render.text import format_eur, render_table
 from infra.sim.weeks import WeeksReport
+
+WIDTH = 118
+"""The bound's lines wrap within a 120-column report."""
 
 
 def verdict_line(report: WeeksReport) -> str:
@@ -48,7 +52,35 @@ def render_weeks(report: WeeksReport, *, verdict: bool = True) -> str:
             f"Target platform.slo.merge_request_wait_minutes = {target} min over the weeks: {line or 'not judged'}.\n"
         )
     lines.append(f"EUR/week: {format_eur(mean)} on average ({format_eur(min(eur))}-{format_eur(max(eur))}).\n")
+    if (bound := bound_line(report)) is not None:
+        lines.append(bound)
     return "".join(lines)
+
+
+def bound_line(report: WeeksReport) -> str | None:
+    """The target's bound over the weeks and the spec's mean EUR/week against it, in two lines (None without a
+    bound)."""
+    bound = report.bound
+    if bound is None:
+        return None
+    spread = f"{format_eur(min(bound.bounds))}-{format_eur(max(bound.bounds))}"
+    verdict = "meets the target" if report.target_met else "misses the target"
+    text = (
+        f"Bound on the target's price: {format_eur(bound.median)} EUR/week (median of {len(bound.bounds)} weeks, "
+        f"{spread}): no dispatch of these pools meets it for less, even knowing every arrival (docs/simulation.md). "
+        f"This spec spends {_ratio(bound.ratio(report.mean_eur))} the bound and {verdict}. The target forces "
+        f"{float(bound.boots_median):g} boots and {_hours(bound.forced_median)} node-hours up a week for merge-request "
+        f"jobs; every one of them within it: {format_eur(bound.strict_median)} EUR/week."
+    )
+    return textwrap.fill(text, WIDTH, break_on_hyphens=False) + "\n"
+
+
+def _ratio(ratio: Fraction) -> str:
+    return f"{float(ratio):.2f}x"
+
+
+def _hours(minutes: Fraction) -> str:
+    return f"{float(minutes) / 60:.1f}"
 
 
 def _shown(value: Fraction | None, lost: int) -> str:

@@ -52,6 +52,10 @@ class Figures:
     met_weeks: float | None = None
     weeks_p95: float | None = None
     """The p95 over all the weeks' merge-request jobs."""
+    bound_eur: float | None = None
+    """The target's bound (EUR/week, the weeks' median): no dispatch of these pools meets it for less."""
+    bound_ratio: float | None = None
+    """The spec's mean EUR/week over the weeks against the bound."""
 
 
 def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
@@ -68,6 +72,8 @@ def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
     weeks = plan.get("weeks") if isinstance(plan, Mapping) else None
     if not isinstance(weeks, Mapping):
         return Figures(eur, makespan, failed, merge_request_p95=wait, target=target, met=met)
+    found = weeks.get("bound")
+    bound: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     return Figures(
         eur,
         makespan,
@@ -78,6 +84,8 @@ def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
         weeks=_number(weeks.get("weeks")),
         met_weeks=_number(weeks.get("met_weeks")),
         weeks_p95=_number(weeks.get(WAIT_KEY)),
+        bound_eur=_number(bound.get("eur_per_week_median")),
+        bound_ratio=_number(bound.get("ratio")),
     )
 
 
@@ -157,6 +165,11 @@ def _cost_lines(base: Figures, head: Figures) -> list[str]:
         before = base.met_weeks if base.weeks == head.weeks else None
         line = _line(over, before, head.met_weeks, _count, _signed, detail=pooled)
         lines.append(f"- **{line[2:]}**" if _missed(head) else line)
+    if head.bound_eur is not None and head.bound_ratio is not None:
+        lines.append(
+            f"- the target's bound: {_eur(head.bound_eur)} EUR/week (no dispatch of these pools meets it for less, "
+            f"docs/simulation.md); this commit spends {head.bound_ratio:.2f}x it, a week on average"
+        )
     return lines
 
 

@@ -243,6 +243,14 @@ class PlanOutputs(_Document):
     capacity: list[CapacityRow] | None = None
 
 
+class BoundFigures(_Document):
+    """`weeks.bound`: the least a week meeting the target can cost (`infra.sim.target_cost`), and the spec against
+    it; absent from a plan before it."""
+
+    eur_per_week_median: Euros = None
+    ratio: Annotated[float | None, PlainValidator(_number(MAX_COUNT, whole=False))] = None
+
+
 class WeeksFigures(_Document):
     """`weeks`: the target over the simulated weeks (`infra.sim.weeks`); absent from a plan before them."""
 
@@ -252,6 +260,7 @@ class WeeksFigures(_Document):
     met: bool | None = None
     merge_request_wait_p95_minutes: Minutes = None
     """The p95 over all the weeks' merge-request jobs."""
+    bound: BoundFigures | None = None
 
 
 class PlanDocument(_Document):

@@ -1,4 +1,14 @@
-"""The makespan the slots allow (pure): an analytic bound that a good dispatch reaches within 1.1x."""
+"""The shortest makespan any dispatch of a scenario that runs every job can reach (pure): a lower bound, what a
+good dispatch nears (a dispatch that loses jobs may end sooner: short and wrong).
+
+Per pool, no job runs before a node of the pool is ready: at once with a warm node (`warm_nodes`), else the
+pool's fastest boot after its first job's queueing or its first warm window's start, whichever is earlier. From
+then on the pool gets through at most `max_nodes` x a node's most throughput of work a minute (jobs alone run at
+most at full speed, jobs sharing a GPU of utilisation u together at most 1/u: `infra.sim.floors.node_throughput`),
+and no job ends sooner than its own length (at its GPU's fastest: alone, or capped by MPS) after it is queued and
+a node is ready. Stock-outs, upgrades, retries and the scheduler's choices only delay. The makespan counts from
+the first job's queueing.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +16,13 @@ from fractions import Fraction
 
 from infra.quantity import exact_decimal
 from infra.sim.cluster import slowdown
-from infra.sim.scenario import Scenario, SimJob, SimPool, check_scenario
+from infra.sim.floors import node_throughput
+from infra.sim.scenario import Scenario, check_scenario
 
 
 def bound_makespan(scenario: Scenario) -> Fraction:
-    """The makespan the slots allow (minutes), the figure a good dispatch reaches within 1.1x.
-
-    Per pool: its cold start (none with a warm node) + ceil(jobs / (slots_per_node x max_nodes)) waves of its
-    longest job, counted from the pool's first job's creation; the largest over pools, from the first job's
-    creation. With a `gpu_utilization` a wave lasts as long as that job takes sharing its GPU: a full wave
-    with ceil(slots_per_node / gpus_per_node) jobs per GPU, a last partial wave spread as thin as the nodes
-    and GPUs allow (MPS: max(1, u x replicas) always). A pool with max_nodes 0 and jobs has no bound: its
-    jobs never run (ValueError).
-    """
+    """The least makespan (minutes) of any dispatch of `scenario` (see the module docstring); a pool with
+    max_nodes 0 and jobs has none: its jobs never run (ValueError)."""
     check_scenario(scenario)
     if not scenario.jobs:
         return Fraction(0)
@@ -30,18 +34,15 @@ def bound_makespan(scenario: Scenario) -> Fraction:
             continue
         if pool.max_nodes == 0:
             raise ValueError(f"SimPool {pool.name!r}: max_nodes is 0 but {len(jobs)} job(s) need it")
-
-        def wave(sharers: int, jobs: list[SimJob] = jobs, pool: SimPool = pool) -> Fraction:
-            return max(
-                exact_decimal(j.minutes) * slowdown(j.exact_utilization, sharers, mps=pool.mps, replicas=pool.replicas)
-                for j in jobs
-            )
-
-        full_waves, rest = divmod(len(jobs), pool.slots_per_node * pool.max_nodes)
-        length = full_waves * wave(pool.full_gpu)
-        if rest:
-            length += wave(-(-rest // (pool.max_nodes * pool.gpus_per_node)))
-        cold = Fraction(0) if pool.warm_nodes else exact_decimal(pool.cold_start_minutes)
-        start = min(exact_decimal(j.created_minute) for j in jobs) - first
-        bound = max(bound, start + cold + length)
-    return bound
+        queued = min(exact_decimal(j.created_minute) for j in jobs)
+        warmed = min((exact_decimal(start) for start, _, _ in pool.warm_windows), default=queued)
+        ready = first if pool.warm_nodes else min(queued, warmed) + pool.boots.fastest
+        utilizations = [j.exact_utilization for j in jobs]
+        least = None if None in utilizations else min(u for u in utilizations if u is not None)
+        rate = pool.max_nodes * node_throughput(pool.slots_per_node, pool.gpus_per_node, least)
+        work = sum((exact_decimal(j.minutes) for j in jobs), Fraction(0))
+        bound = max(bound, ready + work / rate)
+        for job in jobs:
+            alone = slowdown(job.exact_utilization, 1, mps=pool.mps, replicas=pool.replicas)
+            bound = max(bound, max(exact_decimal(job.created_minute), ready) + exact_decimal(job.minutes) * alone)
+    return bound - first

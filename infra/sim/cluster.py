@@ -69,9 +69,11 @@ class Cluster:
                 first, last = to_ms("stockout", start), to_ms("stockout", end)
                 pool.stockouts.append((first, last))
                 schedule.push(last, RESUME, pool)
+            starts = {to_ms("warm", start) for start, _, _ in pool.spec.warm_windows}
             for start, end, nodes in pool.spec.warm_windows:
                 schedule.push(to_ms("warm", start), WARM, (pool, nodes))
-                schedule.push(to_ms("warm", end), WARM, (pool, 0))
+                if to_ms("warm", end) not in starts:  # a count that changes is one change, not an end and a start
+                    schedule.push(to_ms("warm", end), WARM, (pool, 0))
 
     # pods
 

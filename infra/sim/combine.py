@@ -5,7 +5,7 @@ The target is a p95 over every merge-request job of the week (nearest rank): it 
 `Target.allowed_over` jobs wait longer than it (a lost one among them: `infra.sim.verdict`), so a combination
 meets it when the pools' jobs over the target add up to at most that, in every one of the variants
 (`infra.sim.pool_runs.VARIANTS`: as estimated, jobs 10 % slower, nodes 5 min late). `cheapest` yields the
-combinations whose waits stay within a bound, cheapest first, by best-first search over the pools (a partial
+combinations whose waits stay within a level, cheapest first, by best-first search over the pools (a partial
 combination's cost plus the cheapest run of each pool still to choose is a lower bound on every completion).
 """
 
@@ -103,31 +103,31 @@ def merged_percentile(weeks: Sequence[Week], rank: int) -> Fraction | None:
     return found[0]
 
 
-def within(run: PoolRun, bound: Fraction) -> tuple[int, ...]:
-    """The run's merge-request jobs over `bound`, per variant."""
-    return run.overs(bound)
+def within(run: PoolRun, level: Fraction) -> tuple[int, ...]:
+    """The run's merge-request jobs over `level`, per variant."""
+    return run.overs(level)
 
 
 Choice = tuple[Fraction, tuple[int, ...], PoolRun]
-"""A pool's usable run: its EUR/week, its jobs over the bound per variant, the run."""
+"""A pool's usable run: its EUR/week, its jobs over the level per variant, the run."""
 
 
 def cheapest(
     pools: Sequence[Sequence[PoolRun]],
-    bound: Fraction,
+    level: Fraction,
     allowed_over: int,
     fixed_eur: Fraction,
     rank: int,
 ) -> Iterator[Combination]:
     """Combinations of one run per pool that fail no job and keep every merge-request wait but `allowed_over`
-    within `bound` (in every variant), cheapest first (ties: the fewer jobs over)."""
+    within `level` (in every variant), cheapest first (ties: the fewer jobs over)."""
     choices: list[list[Choice]] = []
     for runs in pools:
         usable = []
         for run in runs:
             if run.failed:
                 continue
-            overs = within(run, bound)
+            overs = within(run, level)
             if max(overs) <= allowed_over:
                 usable.append((run.eur_per_week, overs, run))
         if not usable:
@@ -141,13 +141,13 @@ def cheapest(
     nothing = (0,) * len(VARIANTS)
     heap: list[tuple[Fraction, int, int, tuple[int, ...], tuple[int, ...]]] = [(rest[0], 0, next(counter), nothing, ())]
     while heap:
-        bound_cost, _, _, totals, picked = heapq.heappop(heap)
+        least_cost, _, _, totals, picked = heapq.heappop(heap)
         depth = len(picked)
         if depth == len(choices):
             runs = tuple(choices[i][j][2] for i, j in enumerate(picked))
             yield Combination(runs, fixed_eur, rank)
             continue
-        spent = bound_cost - rest[depth]
+        spent = least_cost - rest[depth]
         for index, (eur, overs, _) in enumerate(choices[depth]):
             added = tuple(a + b for a, b in zip(totals, overs, strict=True))
             if max(added) > allowed_over:

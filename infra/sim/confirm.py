@@ -21,7 +21,7 @@ from infra.sim.arrivals import week_jobs
 from infra.sim.combine import Combination, Target
 from infra.sim.levers import Levers
 from infra.sim.platform_scenario import PlannedJob
-from infra.sim.pool_runs import VARIANTS, PoolRun, PoolRuns, Variant, Week
+from infra.sim.pool_runs import MINUTES_PER_WEEK, VARIANTS, PoolRun, PoolRuns, Variant, Week
 from infra.sim.verdict import Waits, allowed_over
 
 
@@ -104,6 +104,17 @@ class WeeksCheck:
         )
         self.confirmations[key] = found
         return found
+
+    def mean_eur(self, combination: Combination, fixed_eur: Fraction) -> Fraction:
+        """The combination's mean EUR/week over the weeks, as estimated (each pool's week simulated once)."""
+        total = Fraction(0)
+        for run in combination.runs:
+            pool = self.platform.pools[run.pool]
+            always_on = Fraction(pool.min_size * MINUTES_PER_WEEK)
+            for week in range(self.weeks):
+                billed = Fraction(self._pool_week(run, week, VARIANTS[0]).scaled_node_minutes) + always_on
+                total += billed * pool.eur_per_hour / 60
+        return fixed_eur + total / self.weeks
 
     def _pool_week(self, run: PoolRun, week: int, variant: Variant) -> Week:
         if week == 0:

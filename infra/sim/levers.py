@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from infra.config.base import duration_seconds
 from infra.config.pools import MAX_MPS_REPLICAS, MAX_TIME_SLICING_REPLICAS
 from infra.config.schedule import WindowSpec
 from infra.model.platform import Platform
@@ -47,6 +48,8 @@ class Levers:
     """The sharing replicas per GPU (None: the pool does not share its GPU; not searched)."""
     merge_request_slots: int
     warm: tuple[Window, ...]
+    scale_down_seconds: int = 0
+    """The cluster's `autoscaler.scale_down_unneeded_time` (one for every pool: a combination's pools agree)."""
 
     @property
     def warm_nodes(self) -> int:
@@ -60,9 +63,20 @@ class Levers:
         if self.merge_request_slots:
             parts.append(f"{self.merge_request_slots} held")
         if self.warm:
-            hours = ", ".join(f"{days} {start}-{end}" for days, start, end, _ in self.warm)
-            parts.append(f"warm {self.warm_nodes} ({hours})")
+            parts.append(f"warm {warm_text(self.warm)}")
         return ", ".join(parts)
+
+
+def warm_text(warm: tuple[Window, ...]) -> str:
+    """`3 (Mon-Fri 09:00-18:00)`, or with counts that change: `2-3 (Mon-Fri 09:00-10:00 2, 10:00-18:00 3)`."""
+    counts = sorted({nodes for *_, nodes in warm})
+    if len(counts) == 1:
+        return f"{counts[0]} (" + ", ".join(f"{days} {start}-{end}" for days, start, end, _ in warm) + ")"
+    shown, last_days = [], None
+    for days, start, end, nodes in warm:
+        shown.append(f"{'' if days == last_days else days + ' '}{start}-{end} {nodes}")
+        last_days = days
+    return f"{counts[0]}-{counts[-1]} ({', '.join(shown)})"
 
 
 @dataclass(frozen=True)
@@ -90,7 +104,7 @@ class PoolSpace:
                     for held in self.held[replicas]:
                         if held and held >= max_size * self.jobs_per_node[replicas]:
                             continue
-                        levers = Levers(max_size, replicas, held, warm)
+                        levers = Levers(max_size, replicas, held, warm, self.today.scale_down_seconds)
                         if levers not in found:
                             found.add(levers)
                             ordered.append(levers)
@@ -112,14 +126,20 @@ def today_levers(platform: Platform, pool: str) -> Levers:
     spec = platform.pools[pool].spec
     replicas = spec.gpu_sharing.replicas_per_gpu if spec.gpu_sharing.strategy != "none" else None
     warm = tuple((w.days, w.start, w.end, w.nodes) for w in spec.warm)
-    return Levers(spec.max_size, replicas, spec.merge_request_slots, warm)
+    scale_down = duration_seconds(platform.spec.cluster.autoscaler.scale_down_unneeded_time)
+    return Levers(spec.max_size, replicas, spec.merge_request_slots, warm, scale_down)
 
 
 def pool_space(
-    platform: Platform, pool: str, jobs: Sequence[PlannedJob], jobs_per_node: Mapping[int | None, int]
+    platform: Platform,
+    pool: str,
+    jobs: Sequence[PlannedJob],
+    jobs_per_node: Mapping[int | None, int],
+    *,
+    keep_sizes: bool = False,
 ) -> PoolSpace:
     """The lever ranges of `pool` (see the module docstring); `jobs_per_node` per replica count the fit checks
-    accept."""
+    accept; with `keep_sizes`, today's max_size only."""
     derived = platform.pools[pool]
     today = today_levers(platform, pool)
     own = tuple(job for job in jobs if (job.pool or platform.profiles[job.profile].pool) == pool)
@@ -128,7 +148,9 @@ def pool_space(
     for replicas, per_node in jobs_per_node.items():
         peak = peak_jobs(own, full_node_slowdown(platform, pool, per_node))
         most = min(MAX_SEARCH_NODES, math.ceil(peak / max(1, per_node)) + 1)
-        sizes[replicas] = tuple(sorted({*range(first, max(first, most) + 1), today.max_size}))
+        sizes[replicas] = (
+            (today.max_size,) if keep_sizes else tuple(sorted({*range(first, max(first, most) + 1), today.max_size}))
+        )
     both = {job.job_class for job in own} == {"merge_request", "batch"}
     burst = largest_merge_request_burst(own)
     held = {
@@ -227,7 +249,18 @@ def changes(pool: str, today: Levers, levers: Levers) -> list[Change]:
         found.append(((*base, "merge_request_slots"), levers.merge_request_slots))
     if levers.warm != today.warm:
         found.append(((*base, "warm"), warm_value(levers.warm)))
+    if levers.scale_down_seconds != today.scale_down_seconds:
+        found.append((SCALE_DOWN, duration_text(levers.scale_down_seconds)))
     return found
+
+
+SCALE_DOWN = ("cluster", "autoscaler", "scale_down_unneeded_time")
+"""The one cluster-wide lever: how long an empty node stays before the autoscaler removes it."""
+
+
+def duration_text(seconds: int) -> str:
+    """A Duration as the spec writes it: `5m`, `90s`."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 def warm_value(warm: tuple[Window, ...]) -> list[dict[str, object]]:

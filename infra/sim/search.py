@@ -19,27 +19,26 @@ and says so (`cut`).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from infra.config.errors import Problem, SpecError
+from infra.config.errors import SpecError
 from infra.config.pools import WarmWindowSpec
-from infra.config.schedule import MINUTES_PER_WEEK
+from infra.config.schedule import MINUTES_PER_WEEK, weekdays
 from infra.model.platform import Platform, load_platform
 from infra.model.pools import Pool
 from infra.model.warm import week_spans
 from infra.sim.arrivals import week_jobs
 from infra.sim.combine import Combination, Target, cheapest, first_valid
-from infra.sim.confirm import Confirmation, WeeksCheck
+from infra.sim.confirm import WeeksCheck
 from infra.sim.floors import WaitBounds, cost_floor, node_throughput, quiet_minutes, wait_bounds
 from infra.sim.levers import (
-    Change,
     Levers,
-    PoolSpace,
     Window,
     apply,
     changes,
@@ -50,67 +49,15 @@ from infra.sim.levers import (
 )
 from infra.sim.platform_scenario import PlannedJob, sim_pools
 from infra.sim.pool_runs import VARIANTS, PoolRun, PoolRuns
+from infra.sim.refine import MAX_SCREENS, Refined, arrival_rates, refine, seed_levers
+from infra.sim.search_report import MAX_RUNS, Candidate, SearchError, SearchReport, pack_refusals, pareto
+from infra.sim.target_bound import WeekFloor
+from infra.sim.target_cost import bound_pools, target_cost, week_bound
 from infra.sim.verdict import exact_target
 
-MAX_RUNS = 300
-"""Pool candidates simulated at most by one search (each twice: as estimated and 10 % slower)."""
 CANNOT_MEET = "cannot meet the target (slots or cold start)"
 Progress = Callable[[int, int], None]
 """Called after each simulated candidate: (simulated, still queued)."""
-
-
-class SearchError(ValueError):
-    """The stack gives the search nothing to do (no target, no merge-request job, refused as it stands)."""
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A pool's candidate, bounded, not yet derived nor simulated."""
-
-    pool: str
-    levers: Levers
-    floor: Fraction
-    overs: tuple[int, ...]
-    """Merge-request jobs certainly past the target (a lower bound), per variant (`VARIANTS`)."""
-
-
-@dataclass
-class SearchReport:
-    """What the search found, and what it did."""
-
-    target: Target
-    today: Combination
-    recommended: Combination | None
-    closest: Combination | None
-    """Without a recommendation: the candidate with the lowest p95 (cheapest among them)."""
-    front: list[Combination]
-    pools: list[str]
-    spaces: dict[str, PoolSpace]
-    candidates: int
-    simulated: int
-    skipped: dict[str, int] = field(default_factory=dict)
-    runs: dict[str, list[PoolRun]] = field(default_factory=dict)
-    """Every pool's simulated candidates."""
-    cut: bool = False
-    max_runs: int = MAX_RUNS
-    confirmations: dict[tuple[object, ...], Confirmation] = field(default_factory=dict)
-    """Every combination confirmed over the weeks, by its key."""
-    weeks: int = 1
-    confidence: Fraction = Fraction(9, 10)
-    unconfirmed: Combination | None = None
-    """Without a recommendation: the cheapest combination that met the target in the first week, though not in
-    enough of the weeks."""
-
-    def changes(self, combination: Combination) -> list[Change]:
-        return [
-            change for run in combination.runs for change in changes(run.pool, self.spaces[run.pool].today, run.levers)
-        ]
-
-
-def pack_refusals(platform: Platform) -> list[Problem]:
-    """The spec's warnings that are a pack rule's verdict with its default config, each naming its rule
-    (`Problem.policy`; the rules' one definition: `policy/policies/definitions.py`)."""
-    return [warning for warning in platform.warnings if warning.policy is not None]
 
 
 def search(
@@ -121,9 +68,12 @@ def search(
     progress: Progress | None = None,
     confidence: Fraction | None = None,
     weeks: int | None = None,
+    keep_sizes: bool = False,
+    max_refine: int = MAX_SCREENS,
 ) -> SearchReport:
     """Search the levers of `platform` (derived from the config object `raw`) for the cheapest spec that meets the
-    target in at least `confidence` (default `slo.confidence`) of `weeks` (default `slo.weeks`); see the module
+    target in at least `confidence` (default `slo.confidence`) of `weeks` (default `slo.weeks`), every pool's
+    `max_size` as it is with `keep_sizes`, then refine it (at most `max_refine` moves tried); see the module
     docstring."""
     target_minutes = platform.spec.slo.merge_request_wait_minutes
     if target_minutes is None:
@@ -136,9 +86,12 @@ def search(
     if not requests:
         raise SearchError("platform.workload has no merge-request job in the week: there is nothing to meet")
     target = Target(Fraction(target_minutes).limit_denominator(1000), requests)
-    state = _Search(platform, raw, jobs=jobs, pools=pools, target=target, max_runs=max_runs, progress=progress)
+    state = _Search(
+        platform, raw, jobs=jobs, pools=pools, target=target, max_runs=max_runs, progress=progress, keep=keep_sizes
+    )
     state.weeks_check.weeks = platform.spec.slo.weeks if weeks is None else weeks
     state.weeks_check.confidence = exact_target(platform.spec.slo.confidence) if confidence is None else confidence
+    state.max_refine = max_refine
     return state.run()
 
 
@@ -153,16 +106,20 @@ class _Search:
         target: Target,
         max_runs: int,
         progress: Progress | None,
+        keep: bool = False,
     ) -> None:
         self.platform, self.raw, self.pools, self.target = platform, raw, pools, target
-        self.max_runs, self.progress = max_runs, progress
+        self.max_runs, self.progress, self.keep, self.max_refine = max_runs, progress, keep, MAX_SCREENS
+        self.by_levers: dict[tuple[str, Levers], PoolRun | None] = {}
         self.runner = PoolRuns()
         self.skipped: dict[str, int] = {}
         self.runs: dict[str, list[PoolRun]] = {pool: [] for pool in pools}
         self.spaces_today = {pool: today_levers(platform, pool) for pool in pools}
         self.nodes = {pool: self._nodes(pool) for pool in pools}
         self.spaces = {
-            pool: pool_space(platform, pool, jobs, {r: node.jobs_per_node for r, node in self.nodes[pool].items()})
+            pool: pool_space(
+                platform, pool, jobs, {r: node.jobs_per_node for r, node in self.nodes[pool].items()}, keep_sizes=keep
+            )
             for pool in pools
         }
         self.utilization = {pool: _least_utilization(platform, pool) for pool in pools}
@@ -313,6 +270,53 @@ class _Search:
             cut = self._closer(hopeless)
         return self._report(today, best, len(candidates), cut)
 
+    # the second step (`infra.sim.refine`) asks these
+
+    def run_levers(self, pool: str, levers: Levers) -> PoolRun | None:
+        key = (pool, levers)
+        if key not in self.by_levers:
+            candidate = Candidate(pool, levers, Fraction(0), ())
+            platform = self._derive(candidate)
+            self.by_levers[key] = None if platform is None else self._simulate(candidate, platform)
+        return self.by_levers[key]
+
+    def valid(self, combination: Combination) -> bool:
+        return self._valid(combination)
+
+    def simulations(self) -> int:
+        return len(self.by_levers)
+
+    def replica_counts(self, pool: str) -> list[int | None]:
+        return sorted(self.nodes[pool], key=lambda replicas: replicas or 0)
+
+    def eur_per_hour(self, pool: str) -> Fraction:
+        return self.platform.pools[pool].eur_per_hour
+
+    def arrival_rates(self, pool: str, weekday: int) -> tuple[Fraction, ...]:
+        return arrival_rates(self.platform, pool, weekday)
+
+    def _tried(self, moves: int) -> None:
+        if self.progress is not None:
+            self.progress(len(self._simulated()), self.max_refine - moves)
+
+    def _refine(self, best: Combination | None) -> tuple[Combination | None, Refined | None]:
+        """The second step from the first's winner (or, without one, from the closest: no slower, cheaper)."""
+        start = best if best is not None else self._closest()
+        if start is None or not self.max_refine:
+            return best, None
+        seeds = []
+        for quantile in (self.weeks_check.confidence, Fraction(1)):
+            runs = []
+            for run in start.runs:
+                hours = dict.fromkeys(days for option in self.spaces[run.pool].warm_hours for days, _, _ in option)
+                groups = [(days, self.arrival_rates(run.pool, min(weekdays(days)))) for days in hours]
+                levers = seed_levers(run.levers, self.floors, run.pool, groups, quantile)
+                runs.append(self.run_levers(run.pool, levers) if levers != run.levers else run)
+            if all(r is not None for r in runs):
+                seeds.append(Combination(tuple(r for r in runs if r is not None), self.fixed, self.target.rank))
+        done = refine(self, start, seeds=seeds, closest=best is None, max_screens=self.max_refine, progress=self._tried)
+        return (done.best if best is not None else best), done
+
     def _closer(self, hopeless: list[Candidate]) -> bool:
         """Without a candidate that meets the target, the ones that cannot meet it are simulated too (fewest jobs
         certainly over it first, within the budget), to find the closest; True when the budget cut it."""
@@ -371,19 +375,22 @@ class _Search:
                 return "beaten by a candidate of its pool"
         return None
 
-    def _best(self, bound: Fraction, *, confirm: bool = False) -> Combination | None:
-        """The cheapest valid combination of the runs so far whose waits stay within `bound` on the first week;
+    def _best(self, level: Fraction, *, confirm: bool = False) -> Combination | None:
+        """The cheapest valid combination of the runs so far whose waits stay within `level` on the first week;
         with `confirm`, also within the target in enough of the weeks (`infra.sim.confirm`)."""
         combos = cheapest(
-            [self.runs[pool] for pool in self.pools], bound, self.target.allowed_over, self.fixed, self.target.rank
+            [self.runs[pool] for pool in self.pools], level, self.target.allowed_over, self.fixed, self.target.rank
         )
         if not confirm:
             return first_valid(combos, self._valid)
         return first_valid(combos, lambda c: self._valid(c) and self.weeks_check.confirm(c).ok)
 
     def _valid(self, combination: Combination) -> bool:
-        """Whether the spec (every pool's changes at once: quota, manager pool, ...) and the pack accept it."""
+        """Whether the spec (every pool's changes at once: quota, manager pool, ...) and the pack accept it, its
+        pools agreeing on the cluster's scale-down delay."""
         key = combination.key
+        if len({run.levers.scale_down_seconds for run in combination.runs}) > 1:
+            return False
         if key not in self.valid_cache:
             found = [c for run in combination.runs for c in changes(run.pool, self.spaces[run.pool].today, run.levers)]
             try:
@@ -397,14 +404,24 @@ class _Search:
     # the report
 
     def _report(self, today: dict[str, Levers], best: Combination | None, candidates: int, cut: bool) -> SearchReport:
-        best = self._best(self.target.minutes, confirm=True)
+        first_runs = {pool: len(runs) for pool, runs in self.runs.items()}
+        best, refined = self._refine(best)
         today_runs = tuple(next(r for r in self.runs[pool] if r.levers == today[pool]) for pool in self.pools)
         today_combination = Combination(today_runs, self.fixed, self.target.rank)
         self.weeks_check.confirm(today_combination, full=True)  # today's figures are shown whole
         unconfirmed = None if best is not None else self._best(self.target.minutes)
         if unconfirmed is not None:
             self.weeks_check.confirm(unconfirmed)
-        closest = None if best is not None else self._closest()
+        closest = None if best is not None else (refined.best if refined is not None else self._closest())
+        if closest is not None:
+            self.weeks_check.confirm(closest, full=True)  # the best the levers do, over every week
+        means = {
+            c.key: self.weeks_check.mean_eur(c, self.fixed)
+            for c in (today_combination, best, closest)
+            if c is not None
+            and (confirmed := self.weeks_check.confirmations.get(c.key)) is not None
+            and confirmed.complete
+        }
         return SearchReport(
             target=self.target,
             today=today_combination,
@@ -423,7 +440,21 @@ class _Search:
             weeks=self.weeks_check.weeks,
             confidence=self.weeks_check.confidence,
             unconfirmed=unconfirmed,
+            bound=target_cost(self.floors) if self.floors else None,
+            refined=refined,
+            keep_sizes=self.keep,
+            first_runs=first_runs,
+            means=means,
         )
+
+    @functools.cached_property
+    def floors(self) -> list[WeekFloor]:
+        """Each week's bound (`infra.sim.target_cost`), from today's spec: the bound is every spec's."""
+        pools = bound_pools(self.platform)
+        return [
+            week_bound(self.platform, week_jobs(self.platform, week=week), pools)
+            for week in range(self.weeks_check.weeks)
+        ]
 
     def _closest(self) -> Combination | None:
         """The combination with the lowest p95 (every variant), the cheapest of those."""
@@ -452,22 +483,7 @@ class _Search:
             combination = self._best(level)
             if combination is not None:
                 found.setdefault(combination.key, combination)
-        return _pareto(list(found.values()))
-
-
-def _pareto(combinations: Sequence[Combination]) -> list[Combination]:
-    """The combinations no other is both at most as costly and at most as slow as (strictly one of them)."""
-    kept = [
-        c
-        for c in combinations
-        if not any(
-            o.eur_per_week <= c.eur_per_week
-            and o.score <= c.score
-            and (o.eur_per_week, o.score) != (c.eur_per_week, c.score)
-            for o in combinations
-        )
-    ]
-    return sorted(kept, key=lambda c: (c.eur_per_week, c.score))
+        return pareto(list(found.values()))
 
 
 def _least_utilization(platform: Platform, pool: str) -> Fraction | None:

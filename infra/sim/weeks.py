@@ -6,7 +6,9 @@ on it may miss on the next. `simulate_weeks` dispatches `platform.slo.weeks` ind
 spec's names and the week's number, so two specs are compared on the same weeks), and reports per class:
 - the p95 over all the weeks' jobs (pooled), a job lost for good ranked after every wait (`infra.sim.verdict`);
 - the spread of the weekly p95s (their 10th and 90th percentile, nearest rank);
-- for merge-request jobs, in how many weeks the target is met, against `platform.slo.confidence`.
+- for merge-request jobs, in how many weeks the target is met, against `platform.slo.confidence`;
+- each week's bound on the target's price (`infra.sim.target_cost`: what no dispatch of the same pools can beat
+  while meeting it), and the spec's mean EUR/week against the bound's median.
 Week 0 is the week `plan` always simulated (`infra.sim.week`): the program computes only that one, so that
 `pulumi up` pays for one week; `plan`, the MR note and `simulate --weeks` ask for the rest.
 """
@@ -23,6 +25,8 @@ from infra.config.workload import JobClass
 from infra.sim.arrivals import week_jobs
 from infra.sim.engine import simulate
 from infra.sim.platform_scenario import scenario
+from infra.sim.target_bound import WeekFloor
+from infra.sim.target_cost import TargetCost, bound_pools, target_cost, week_bound
 from infra.sim.verdict import Waits, allowed_over, exact_target
 from infra.sim.week import CLASSES, class_waits
 
@@ -70,6 +74,17 @@ class WeeksReport:
     """Each week's GPU nodes, always-on nodes included."""
     failed_by_week: tuple[int, ...]
     """Jobs of either class lost for good, per week."""
+    floors: tuple[WeekFloor, ...] = ()
+    """Each week's bound on the target's price (none without a target or a merge-request job)."""
+
+    @property
+    def mean_eur(self) -> Fraction:
+        return sum(self.eur_per_week, Fraction(0)) / len(self.eur_per_week)
+
+    @property
+    def bound(self) -> TargetCost | None:
+        """The bound over the weeks (None without one)."""
+        return target_cost(self.floors) if self.floors else None
 
     def of(self, job_class: JobClass) -> ClassWeeks:
         return next(c for c in self.classes if c.job_class == job_class)
@@ -150,6 +165,7 @@ class WeeksReport:
                 "min": _round(eur[0], 6),
                 "max": _round(eur[-1], 6),
             },
+            "bound": None if self.bound is None else self.bound.as_json(self.mean_eur),
         }
 
 
@@ -171,6 +187,8 @@ def simulate_weeks(
     eur: list[Fraction] = []
     failed: list[int] = []
     always_on = sum((p.eur_per_hour * 24 * 7 * p.min_size for p in platform.pools.values()), Fraction(0))
+    floors: list[WeekFloor] = []
+    pools = bound_pools(platform, late_boot=late_boot, cold_start_minutes=cold_start_minutes)
     for week in range(count):
         jobs = week_jobs(platform, week=week)
         built = scenario(
@@ -184,6 +202,8 @@ def simulate_weeks(
         )
         eur.append(scaled + always_on)
         failed.append(len(result.failed))
+        if spec.slo.merge_request_wait_minutes is not None and any(j.job_class == "merge_request" for j in jobs):
+            floors.append(week_bound(platform, jobs, pools, slower=slower))
     target = spec.slo.merge_request_wait_minutes
     return WeeksReport(
         weeks=count,
@@ -192,6 +212,7 @@ def simulate_weeks(
         classes=tuple(ClassWeeks(c, Waits.pooled(w), tuple(w)) for c, w in per_class.items()),
         eur_per_week=tuple(eur),
         failed_by_week=tuple(failed),
+        floors=tuple(floors),
     )
 
 

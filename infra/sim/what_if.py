@@ -136,7 +136,7 @@ def comparison(
             (f"{row.name}: merge-request wait p95 (min)", row.merge_request_p95, new.merge_request_p95, _min),
             (f"{row.name}: batch wait p95 (min)", row.batch_p95, new.batch_p95, _min),
             (f"{row.name}: makespan (min)", row.makespan, new.makespan, _min),
-            (f"{row.name}: bound (min)", row.bound, new.bound, _min),
+            (f"{row.name}: makespan bound (min)", row.bound, new.bound, _min),
             (f"{row.name}: longest wait (min)", row.longest_wait, new.longest_wait, _min),
             (f"{row.name}: GPU EUR", row.eur, new.eur, format_eur),
         ]

@@ -27,11 +27,32 @@ from infra.offline.stack_config import StackConfig
                 {"days": "Mon", "from": "00:05", "to": "01:00"},
                 {"days": "Mon", "from": "01:05", "to": "02:00", "nodes": 2},
             ],
-            ["0 0 * * 1 -> 2", "0 2 * * 1 -> 0", "50 23 * * 0 -> 1"],
+            ["50 0 * * 1 -> 2", "0 2 * * 1 -> 0", "50 23 * * 0 -> 1"],  # 1 over midnight, 2 a cold start early
+        ),
+        (
+            [
+                {"days": "Mon-Fri", "from": "08:00", "to": "10:00"},
+                {"days": "Mon-Fri", "from": "10:00", "to": "12:00", "nodes": 2},
+                {"days": "Mon-Fri", "from": "12:00", "to": "13:30"},
+                {"days": "Mon-Fri", "from": "13:30", "to": "18:00", "nodes": 2},
+            ],
+            # a ramp a cold start before 10:00, fewer at lunch from 12:00, more again at 13:15
+            [
+                "45 7 * * 1,2,3,4,5 -> 1",
+                "45 9 * * 1,2,3,4,5 -> 2",
+                "0 12 * * 1,2,3,4,5 -> 1",
+                "15 13 * * 1,2,3,4,5 -> 2",
+                "0 18 * * 1,2,3,4,5 -> 0",
+            ],
         ),
         ([{"days": "Mon", "from": "00:05", "to": "01:00"}], ["0 1 * * 1 -> 0", "50 23 * * 0 -> 1"]),
     ],
-    ids=["all-week", "across-sunday-midnight-to-more-nodes", "across-sunday-midnight"],
+    ids=[
+        "all-week",
+        "across-sunday-midnight-to-more-nodes",
+        "a-count-that-changes-through-the-day",
+        "across-sunday-midnight",
+    ],
 )
 def test_one_cronjob_a_minute_and_the_week_wraps_to_the_simulated_count(
     dev_platform: dict[str, Any], windows: list[dict[str, Any]], expected: list[str]
@@ -84,3 +105,39 @@ def _frozen_program(moment: datetime, folder: Path) -> Path:
     path = folder / "__main__.py"
     path.write_text(frozen, encoding="utf-8")
     return path
+
+
+def test_a_count_that_changes_through_the_day_is_deployed_by_one_cronjob_per_change(
+    dev_platform: dict[str, Any], dev_stack: StackConfig, tmp_path: Path
+) -> None:
+    """The CronJobs the program registers (under the mocks) for a ramp and a lunch dip: each scales the
+    placeholders to the count from its minute on, in the workload's time zone; the Deployment starts at the count
+    open at the `up` (Monday 10:30: 3)."""
+    dev_platform["pools"]["ci-training"].update(
+        max_size=3,
+        cold_start_minutes=15,
+        warm=[
+            {"days": "Mon-Fri", "from": "08:30", "to": "10:00", "nodes": 2},
+            {"days": "Mon-Fri", "from": "10:00", "to": "12:00", "nodes": 3},
+            {"days": "Mon-Fri", "from": "12:00", "to": "13:30", "nodes": 1},
+            {"days": "Mon-Fri", "from": "13:30", "to": "18:00", "nodes": 3},
+        ],
+    )
+    moment = datetime(2026, 12, 7, 10, 30, tzinfo=ZoneInfo("Europe/Paris"))
+    run = run_program(dev_stack.with_values({"platform": dev_platform}), _frozen_program(moment, tmp_path))
+    scales = {}
+    for cron in run.by_type(T.CRON_JOB):
+        spec = cron.inputs["spec"]
+        (container,) = spec["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert spec["timeZone"] == "Europe/Paris" and env["DEPLOYMENT"] == "placeholder-ci-training"
+        scales[spec["schedule"]] = int(env["REPLICAS"])
+    weekdays = "1,2,3,4,5"
+    assert scales == {
+        f"15 8 * * {weekdays}": 2,  # a boot before 08:30
+        f"45 9 * * {weekdays}": 3,  # the ramp: a boot before 10:00
+        f"0 12 * * {weekdays}": 1,  # lunch: down at its time
+        f"15 13 * * {weekdays}": 3,  # up again a boot early
+        f"0 18 * * {weekdays}": 0,
+    }
+    assert run.one(T.DEPLOYMENT, "warm-placeholders-ci-training").inputs["spec"]["replicas"] == 3

@@ -116,6 +116,24 @@ def test_warm_windows_and_cold_starts_are_marked() -> None:
     assert any(text.startswith("boot ci-training-") for text in labels), labels
 
 
+def test_a_warm_count_that_changes_through_the_day_is_drawn_step_by_step() -> None:
+    """Two nodes warm until 15:30, one after (fewer in the evening): the busiest burst (Friday from 14:43) is drawn
+    over both, one row per count, the second from 15:30 (a fall is at its time; a rise would come a boot early)."""
+    raw = load_stack_config("dev").get("platform")
+    raw["pools"]["ci-training"]["warm"] = [
+        {"days": "Mon-Fri", "from": "08:00", "to": "15:30", "nodes": 2},
+        {"days": "Mon-Fri", "from": "15:30", "to": "18:00", "nodes": 1},
+    ]
+    raw["pools"]["ci-training"]["max_size"] = 3
+    week = simulate_week(load_platform(raw))
+    assert week is not None and week.burst is not None
+    tasks = [t for t in _check_grammar(gantt(week.burst, "head")) if t["label"].startswith("warm")]
+    assert [(t["label"], t["start"], t["end"]) for t in tasks] == [
+        ("warm 2 node(s)", "2024-01-05 14:43:00", "2024-01-05 15:30:00"),
+        ("warm 1 node(s)", "2024-01-05 15:30:00", "2024-01-05 18:00:00"),
+    ]
+
+
 def test_hostile_names_cannot_break_the_chart_or_the_note() -> None:
     burst = _hostile(_dev_burst())
     chart = gantt(burst, HOSTILE[2])

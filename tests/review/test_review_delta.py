@@ -328,3 +328,28 @@ def test_a_plan_with_weeks_of_the_wrong_type_is_refused_at_the_field(tmp_path: P
         check_plan({**_plan(COST), "weeks": {**_weeks(19, 3.5), "met_weeks": "19"}}, "plan.json")
     with pytest.raises(PlanDocumentError, match=r"weeks\.merge_request_wait_p95_minutes"):
         check_plan({**_plan(COST), "weeks": {**_weeks(19, 3.5), "merge_request_wait_p95_minutes": -1}}, "plan.json")
+
+
+def test_the_targets_bound_and_the_ratio_follow_the_weeks() -> None:
+    """With the target's bound in the head's weeks (`plan --json`'s `weeks.bound`), a line gives it and the ratio of
+    the head's EUR/week to it; a head without it (a plan from before the bound) has no such line."""
+    target = {"slo": {"merge_request_wait_minutes": 15, "met": True}}
+    base, head = {**COST, **target}, {**COST, "eur_per_day": 42.75, **target}
+    bound = {"eur_per_week_median": 88.077892, "ratio": 3.2393}
+    lines = render_delta(
+        {**_plan(base), "weeks": _weeks(0, 20.0)}, {**_plan(head), "weeks": {**_weeks(20, 0.0), "bound": bound}}
+    )
+    assert lines[-1] == (
+        "- the target's bound: 88.08 EUR/week (no dispatch of these pools meets it for less, docs/simulation.md); "
+        "this commit spends 3.24x it, a week on average"
+    )
+    assert not any("bound" in line for line in render_delta(_plan(base), {**_plan(head), "weeks": _weeks(20, 0.0)}))
+
+
+def test_a_bound_of_the_wrong_type_is_refused_at_the_field() -> None:
+    from infra.review.schema import PlanDocumentError, check_plan
+
+    weeks = {**_weeks(19, 3.5), "bound": {"eur_per_week_median": 88.08, "ratio": 1.13}}
+    check_plan({**_plan(COST), "weeks": weeks}, "plan.json")
+    with pytest.raises(PlanDocumentError, match=r"weeks\.bound\.ratio"):
+        check_plan({**_plan(COST), "weeks": {**weeks, "bound": {"ratio": "3x"}}}, "plan.json")
