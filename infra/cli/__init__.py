@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from infra.config.errors import SpecError
+from infra.config.stack_keys import in_file, stack_file_name
 from infra.untrusted import printable
 
 MAX_ERROR_LINE = 1_000
@@ -18,11 +20,24 @@ MAX_ERROR_LINE = 1_000
 
 def fail(message: str, code: int = 2) -> int:
     """Print each line of `message` as an `error:` line on stderr, credentials redacted and control characters
-    escaped (a flag or a file name holding a terminal escape cannot garble the terminal); the exit code (2: bad
+    escaped (a flag or a file name holding a terminal escape cannot garble the terminal), a tab laid out as a space
+    (a library's message indents with one: shown escaped, it read as a literal `\\t`); the exit code (2: bad
     input)."""
     for line in message.splitlines():
-        print(f"error: {printable(line, MAX_ERROR_LINE)}", file=sys.stderr)
+        if text := " ".join(line.split("\t")).strip():  # a library's tab-indented second line: no literal `\t`
+            print(f"error: {printable(text, MAX_ERROR_LINE)}", file=sys.stderr)
     return code
+
+
+def stack_file_shown(stack: str, config: Path | None) -> str:
+    """The stack file a config error names: the file `--config` gave, else `Pulumi.<stack>.yaml`; by its name, as
+    the stack file's own errors (infra.offline.stack_config) name it."""
+    return shown_path(config.name) if config is not None else stack_file_name(stack)
+
+
+def fail_spec(err: SpecError, stack: str, config: Path | None = None) -> int:
+    """`fail` for the spec's problems, each line naming the stack file it is in (as the program's own do)."""
+    return fail(in_file(stack_file_shown(stack, config), str(err)))
 
 
 def shown_path(path: object, limit: int = 200) -> str:

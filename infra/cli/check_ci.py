@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from infra.cli import fail
+from infra.cli import fail, fail_spec
 from infra.config.errors import SpecError
 from infra.documents import PIPELINE_FILE as PIPELINE_BUDGET
 from infra.documents import DocumentError, printable, read_text
@@ -66,7 +66,9 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         return fail(line(f"no pipeline file {path}"))
     try:
         platform = load_platform(load_stack_config(args.stack, path=args.config).get("platform"))
-    except (FileNotFoundError, StackFileError, SpecError) as err:
+    except SpecError as err:
+        return fail_spec(err, args.stack, args.config)
+    except (FileNotFoundError, StackFileError) as err:
         return fail(str(err))
     try:
         if args.online:

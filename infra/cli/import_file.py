@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from infra.cli import fail
+from infra.cli import fail, fail_spec
 from infra.cloud.names import COMPONENT_NAME, KAPSULE_TOKEN, T, child_name
 from infra.config.errors import SpecError
 from infra.config.load import load_spec
@@ -44,7 +44,9 @@ def main(args: argparse.Namespace) -> int:
             vpc=args.vpc,
             private_network=args.private_network,
         )
-    except (SpecError, ValueError, FileNotFoundError) as err:
+    except SpecError as err:
+        return fail_spec(err, args.stack)
+    except (ValueError, FileNotFoundError) as err:
         return fail(str(err))
     json.dump(document, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pulumi
 
-from infra.cli import fail, real_folder, shown_path, write_file
+from infra.cli import fail, real_folder, shown_path, stack_file_shown, write_file
 from infra.cli.background import in_background
 from infra.config.errors import SpecError
 from infra.model.platform import Platform, load_platform
@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
     # the target over slo.weeks weeks (the program simulates only the first): on the other core while the program
     # imports its components and the provider SDKs
     pending = in_background(lambda: _weeks(config), while_importing=PROGRAM_COMPONENTS)
-    run = run_program(config, check=False)
+    run = run_program(config, check=False, stack_file=stack_file_shown(args.stack, args.config))
     weeks = pending.result()
     if run.error is not None:
         if not isinstance(run.error, pulumi.RunError):

@@ -31,7 +31,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TextIO
 
-from infra.cli import fail
+from infra.cli import fail, fail_spec
 from infra.config.errors import SpecError
 from infra.model.platform import Platform, load_platform
 from infra.model.warm import week_spans
@@ -122,7 +122,9 @@ def main(args: argparse.Namespace) -> int:
         report = search(
             platform, raw, max_runs=args.max_runs, progress=progress, confidence=confidence, keep_sizes=args.keep_sizes
         )
-    except (FileNotFoundError, StackFileError, SpecError, SearchError) as err:
+    except SpecError as err:
+        return fail_spec(err, args.stack, args.config)
+    except (FileNotFoundError, StackFileError, SearchError) as err:
         return fail(str(err))
     progress.done(report)
     out = sys.stdout

@@ -32,7 +32,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-from infra.cli import fail, shown_path, write_file
+from infra.cli import fail, fail_spec, shown_path, write_file
 from infra.config.errors import SpecError
 from infra.config.schedule import MINUTES_PER_DAY
 from infra.config.slo import MAX_WEEKS
@@ -103,7 +103,9 @@ def main(args: argparse.Namespace) -> int:
         changed = changed_platform(raw, args.settings) if args.settings else None
         changed_jobs = _jobs(changed[0], args) if changed else []
         _check_budget(platform, knobs, args, jobs, changed_jobs)
-    except (FileNotFoundError, SpecError, ValueError) as err:
+    except SpecError as err:
+        return fail_spec(err, args.stack, args.config)
+    except (FileNotFoundError, ValueError) as err:
         return fail(str(err))
     if not jobs or (changed and not changed_jobs):
         which = "the stack" if not jobs else "the changed spec"

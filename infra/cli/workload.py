@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from infra.cli import fail
+from infra.cli import fail, fail_spec
 from infra.config.errors import SpecError
 from infra.config.pools import PoolSpec
 from infra.documents import printable, safe_load
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
         config = load_stack_config(args.stack, path=args.config)
         platform = load_platform(config.get("platform"))
     except (FileNotFoundError, StackFileError, SpecError) as err:
-        return fail(str(err))
+        return fail_spec(err, args.stack, args.config) if isinstance(err, SpecError) else fail(str(err))
     if not args.from_gitlab:
         return fail("say where to measure from: --from-gitlab (the only source so far)")
     if args.days < 1:

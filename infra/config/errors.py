@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from infra.config.credentials import credential_name, credential_value, redact_credentials
+from infra.config.suggest import closest
 from infra.untrusted import first_hidden, printable, quoted
 
 CONFIG_ROOT = "platform"
@@ -297,27 +298,36 @@ def _config_path(loc: tuple[str | int, ...], raw: object) -> list[str | int]:
 
 
 def _known_keys_hint(model: type[BaseModel], loc: list[str | int]) -> str:
-    """Name the keys allowed next to a typo'd one, read from the model that rejected it."""
-    node: object = model
+    """The key a typo'd one most likely means, else the keys allowed beside it, read from the model that rejected
+    it (every member's, at a union such as gpu_sharing's strategies)."""
+    nodes: list[object] = [model]
     for part in loc[:-1]:
-        node = _strip_optional(node)
-        if isinstance(node, type) and issubclass(node, BaseModel):
-            field = node.model_fields.get(str(part))
-            if field is None:
-                return ""
-            node = field.annotation
-        elif typing.get_origin(node) is dict:
-            node = typing.get_args(node)[1]
-        else:
-            return ""
-    node = _strip_optional(node)
+        nodes = [step for node in nodes for member in _members(node) if (step := _step(member, part)) is not None]
+    models = [m for node in nodes for m in _members(node) if isinstance(m, type) and issubclass(m, BaseModel)]
+    if not models:
+        return ""
+    fields = sorted({name for m in models for name in m.model_fields})
+    if suggestion := closest(str(loc[-1]), fields):
+        return f"; did you mean {suggestion}?"
+    return f" (allowed: {', '.join(fields)})"
+
+
+def _members(annotation: object) -> list[object]:
+    """The types an annotation stands for: a union's members (None dropped), an Annotated's type, else itself."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) if a is not type(None) for m in _members(a)]
+    return [annotation]
+
+
+def _step(node: object, part: str | int) -> object | None:
+    """The annotation one key (or index) below `node`; None where `node` has no such key."""
     if isinstance(node, type) and issubclass(node, BaseModel):
-        return f" (allowed: {', '.join(sorted(node.model_fields))})"
-    return ""
-
-
-def _strip_optional(annotation: object) -> object:
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
-        return args[0]
-    return annotation
+        field = node.model_fields.get(str(part))
+        return None if field is None else field.annotation
+    if typing.get_origin(node) is dict:
+        return typing.get_args(node)[1]
+    if typing.get_origin(node) in (list, tuple) and isinstance(part, int):
+        return typing.get_args(node)[0]
+    return None

@@ -31,6 +31,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from infra.config.registry import committed_placeholder
+from infra.config.stack_keys import shown_as
 from infra.offline.mocks import RecordedResource, RecordingMocks, RecordingMonitor
 from infra.offline.stack_config import PROJECT_ROOT, StackConfig
 
@@ -74,8 +75,20 @@ class _ListHandler(logging.Handler):
         self.records.append((record.levelname.lower(), record.getMessage()))
 
 
-def run_program(config: StackConfig, program: Path = PROJECT_ROOT / "__main__.py", *, check: bool = True) -> ProgramRun:
-    """Run `program` with `config`. What the program raises is re-raised, or kept in `error` if not `check`."""
+def run_program(
+    config: StackConfig,
+    program: Path = PROJECT_ROOT / "__main__.py",
+    *,
+    check: bool = True,
+    stack_file: str | None = None,
+) -> ProgramRun:
+    """Run `program` with `config`. What the program raises is re-raised, or kept in `error` if not `check`;
+    `stack_file` the file its config errors name (`plan --config FILE`'s), `Pulumi.<stack>.yaml` if None."""
+    with shown_as(stack_file):
+        return _run(config, program, check=check)
+
+
+def _run(config: StackConfig, program: Path, *, check: bool) -> ProgramRun:
     config, placeholders = _without_placeholders(config)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)

@@ -159,13 +159,17 @@ def test_no_config_map_or_helm_value_holds_a_secret(audited: tuple[StackConfig, 
 def test_a_secret_stored_in_plain_text_is_refused(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
     run = run_program(_stack(dev_stack, dev_platform, as_secrets=False), check=False)
     assert isinstance(run.error, pulumi.RunError)
-    assert str(run.error).startswith("gpu-ci:registry_pull_secret_key is stored in plain text")  # the first, sorted
+    assert str(run.error).startswith(
+        "Pulumi.dev.yaml: gpu-ci:registry_pull_secret_key is stored in plain text"
+    )  # the first, sorted
     assert run.resources == []
 
 
 def test_a_missing_secret_stops_before_any_resource(dev_stack: StackConfig, dev_platform: dict[str, Any]) -> None:
     dev_platform["ci"]["variables"] = {"HF_TOKEN": {"secret": "hf_token"}}
     run = run_program(dev_stack.with_values({"platform": dev_platform}), check=False)
-    assert isinstance(run.error, pulumi.ConfigMissingError)
-    assert "gpu-ci:hf_token" in str(run.error) and "--secret" in str(run.error)
+    assert str(run.error) == (  # one line, not the SDK's two (the second a tab)
+        "Pulumi.dev.yaml: gpu-ci:hf_token: missing: the spec reads this stack secret: pulumi config set --secret "
+        "hf_token ..."
+    )
     assert run.resources == []

@@ -59,6 +59,6 @@ def test_bad_config_stops_the_program_before_any_resource(
     case.edit(dev_platform)
     run = run_program(dev_stack.with_values({"platform": dev_platform}), check=False)
     assert isinstance(run.error, pulumi.RunError), run.error
-    assert str(run.error) == case.line
+    assert str(run.error) == f"Pulumi.dev.yaml: {case.line}"  # named in the stack file it is in
     assert run.resources == []
     assert run.outputs == {}

@@ -238,8 +238,8 @@ def test_a_spec_error_through_the_cli_is_error_lines_only(
     assert _plan(stack_file(dev_platform), capsys) == (
         2,
         [
-            "error: platform.profiles.rl.cpu_request='1e999999999': exponent 999999999 is too large: "
-            "Kubernetes keeps quantities as int64 milli-units"
+            "error: Pulumi.edited.yaml: platform.profiles.rl.cpu_request='1e999999999': exponent 999999999 is too "
+            "large: Kubernetes keeps quantities as int64 milli-units"
         ],
     )
 
@@ -247,7 +247,10 @@ def test_a_spec_error_through_the_cli_is_error_lines_only(
 def test_the_program_refuses_a_provider_credential_in_plain_text(dev_stack: StackConfig) -> None:
     run = run_program(dev_stack.with_values({"gitlab:token": "glpat-abcdefghijklmnop"}), check=False)
     assert isinstance(run.error, pulumi.RunError)
-    assert str(run.error) == "gitlab:token is stored in plain text: pulumi config set --secret gitlab:token ..."
+    assert (
+        str(run.error)
+        == "Pulumi.dev.yaml: gitlab:token is stored in plain text: pulumi config set --secret gitlab:token ..."
+    )
     assert run.resources == []
     fine = run_program(dev_stack.with_values({"gitlab:token": "x"}, secret_keys=("gitlab:token",)), check=False)
     assert fine.error is None

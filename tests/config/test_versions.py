@@ -111,7 +111,9 @@ def test_the_program_refuses_a_withdrawn_version_before_any_resource(
     assert any(level == "warning" and "near its end, in 49 days" in m for level, m in warned.logs)
     monkeypatch.setenv(TODAY_VARIABLE, "2027-02-01")
     refused = run_program(config, check=False)
-    assert str(refused.error).startswith("platform.cluster.version='1.35': withdrawn: Scaleway creates no cluster")
+    assert str(refused.error).startswith(
+        "Pulumi.dev.yaml: platform.cluster.version='1.35': withdrawn: Scaleway creates no cluster"
+    )
     assert refused.resources == []
 
 
@@ -153,5 +155,5 @@ def test_moving_the_day_across_the_dev_stacks_dates_changes_its_verdict_there_on
         ]
         assert [entry for entry in warned.logs if entry not in added] == dev_run.logs
     refused = on(known.creation_ends)
-    assert str(refused.error).startswith(f"platform.cluster.version={minor!r}: withdrawn: {dates}")
+    assert str(refused.error).startswith(f"Pulumi.dev.yaml: platform.cluster.version={minor!r}: withdrawn: {dates}")
     assert refused.resources == []

@@ -60,7 +60,8 @@ def test_plan_rejects_bad_config_with_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        "error: platform.profiles.rl.pool='ci-gpu': no such pool (pools: ci-compile, ci-training, system)\n"
+        "error: Pulumi.broken.yaml: platform.profiles.rl.pool='ci-gpu': no such pool (pools: ci-compile, ci-training, "
+        "system)\n"
     )
 
 

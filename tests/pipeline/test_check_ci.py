@@ -194,4 +194,6 @@ def test_cli_checks_against_the_given_stack(
     dev_platform["profiles"]["rl"]["pool"] = "nope"
     stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": dev_platform}}))
     assert main(["check-ci", str(SAMPLE), "--config", str(stack_file)]) == 2
-    assert capsys.readouterr().err.startswith("error: platform.profiles.rl.pool='nope': no such pool")
+    assert capsys.readouterr().err.startswith(
+        "error: Pulumi.small.yaml: platform.profiles.rl.pool='nope': no such pool"
+    )
