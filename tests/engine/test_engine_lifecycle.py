@@ -28,8 +28,9 @@ the previous landed commit when the program changes what it registers."""
 
 SECRETS = {"gitlab:token": "glpat-engine-lifecycle-token", "registry_pull_secret_key": "engine-lifecycle-pull-key"}
 PLACEHOLDER_ERROR = (
-    "error: gpu-ci:registry_pull_secret_key='bootstrap-not-done': the stack file's placeholder, not a key: `pulumi "
-    "preview` and `up` stop on it until the registry's read-only pull key is made, once, by someone with IAM rights, "
+    "error: Pulumi.dev.yaml: gpu-ci:registry_pull_secret_key='bootstrap-not-done': the stack file's placeholder, "
+    "not a key: `pulumi preview` and `up` stop on it until the registry's read-only pull key is made, once, by "
+    "someone with IAM rights, "
     'outside CI (docs/security.md, "Bootstrap: the registry pull key"), and set with `pulumi config set --secret '
     "registry_pull_secret_key <its secret part>`"
 )
