@@ -3,7 +3,9 @@
 Both files are `python -m infra plan --json` documents (secrets already masked), read within the plan
 files' budget and checked field by field (`infra.review.schema`): a file that is not such a plan exits 2
 with one line naming the file and the field. The text has the layout of `pulumi preview --diff`, so
-`python -m infra mr-note --plan-diff FILE` posts it as the same note.
+`python -m infra mr-note --plan-diff FILE` posts it as the same note. It leads with what a reviewer asks: the
+resources, the cost and wait deltas and the target's verdict, the policy result; the simulation's own figures
+(the busiest burst job by job, per class, per pool) are one line per group, each leaf with `--full`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("head", help="the head's plan")
     parser.add_argument("--base-label", help="how to name the base in the text (default: the file name)")
     parser.add_argument("--head-label", help="how to name the head (default: the file name)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="list every figure of the simulation that moved (default: one line per group, e.g. cost.burst)",
+    )
     parser.set_defaults(handler=main)
 
 
@@ -36,5 +43,5 @@ def main(args: argparse.Namespace) -> int:
     except DocumentError as err:
         return fail(str(err))
     labels = args.base_label or Path(args.base).name, args.head_label or Path(args.head).name
-    sys.stdout.write(render_diff(diff_plans(base, head), *labels))
+    sys.stdout.write(render_diff(diff_plans(base, head), *labels, full=args.full))
     return 0

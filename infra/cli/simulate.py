@@ -196,8 +196,10 @@ def _knobs(args: argparse.Namespace) -> Knobs:
     for flag, value in (("--cold-start", cold_start), ("--upgrade-at", upgrade_at), ("--late-boot", late_boot)):
         if value is not None and not 0 <= value <= 24 * 60:
             raise ValueError(f"{flag}={value}: must be 0-1440 minutes")
-    if args.weeks is not None and not (args.week and 1 <= args.weeks <= MAX_WEEKS):
-        raise ValueError(f"--weeks={args.weeks}: must be 1-{MAX_WEEKS}, with --week (the weeks are whole weeks)")
+    if args.weeks is not None and not 1 <= args.weeks <= MAX_WEEKS:
+        raise ValueError(f"--weeks={args.weeks}: must be 1-{MAX_WEEKS}")
+    if args.weeks is not None and not args.week:
+        raise ValueError(f"--weeks={args.weeks}: needs --week (the weeks are whole weeks): add --week")
     stockouts: dict[str, tuple[tuple[Fraction, Fraction], ...]] = {}
     for text in args.stockout:
         pool, window = _stockout(text)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from infra.cloud.names import T
+from infra.review.digest import Side, derived_lines, figure_lines, is_derived, policy_lines, side
 from infra.review.schema import PlanDocumentError, check_plan
 from infra.untrusted import printable
 
@@ -86,6 +87,8 @@ DEFAULT_OPTIONS: Final[dict[str, Any]] = {
 """Resource options a created resource is listed with only when they differ from these defaults."""
 
 INDENT: Final = "    "
+CONTEXT: Final = 1
+"""Unchanged lines shown around each changed line of a text (a reviewer needs the key, not the file)."""
 MAX_TEXT_LINES: Final = 2000
 """Lines of one multi-line value compared line by line; a longer one is said to have changed."""
 MAX_TEXT_LINES_TOTAL: Final = 20_000
@@ -132,6 +135,9 @@ class PlanDiff:
     resources: tuple[ResourceChange, ...]
     unchanged: int
     outputs: tuple[Change, ...]
+    base: Side | None = None
+    """The base's figures and policy verdict (`infra.review.digest`): None for a diff of resources only."""
+    head: Side | None = None
 
     @property
     def empty(self) -> bool:
@@ -177,7 +183,7 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
             else:
                 unchanged += 1
     outputs = diff_values(base.get("outputs") or {}, head.get("outputs") or {})
-    return PlanDiff(str(head.get("stack", "")), tuple(changes), unchanged, outputs)
+    return PlanDiff(str(head.get("stack", "")), tuple(changes), unchanged, outputs, side(base), side(head))
 
 
 def replace_reasons(type_token: str, inputs: tuple[Change, ...]) -> tuple[str, ...]:
@@ -267,17 +273,77 @@ def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{segment}" if plain else f"{prefix}[{segment}]"
 
 
-def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "head") -> str:
-    """The diff as text in `pulumi preview --diff`'s layout: markers in column 0, a `Resources:` summary."""
+def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "head", *, full: bool = False) -> str:
+    """The diff as text in `pulumi preview --diff`'s markers, in a reviewer's order: the resources and their
+    `Resources:` summary, the cost and wait deltas with the target's verdict, the policy result, then the outputs,
+    the simulation's own figures (`cost...`) one line per group unless `full` (`infra.review.digest`)."""
     header = [
         f"Offline plan diff of stack {diff.stack!r}: {base_label} -> {head_label}",
         "(what the program would send, compared by URN; secrets show as [secret] and are not compared)",
     ]
     texts = _TextBudget()
-    blocks = [header, [line for resource in diff.resources for line in _render_resource(resource, texts)]]
+    blocks = [header, [line for resource in diff.resources for line in _render_resource(resource, texts, full)]]
+    blocks.append(_summary(diff))
+    if diff.base is not None and diff.head is not None:
+        blocks += [figure_lines(diff.base, diff.head), policy_lines(diff.base, diff.head)]
     if diff.outputs:
-        outputs = (line for change in diff.outputs for line in _render_change(change, texts, "  "))
+        shown = diff.outputs if full else tuple(c for c in diff.outputs if not is_derived(c.path))
+        seen = _texts_shown(diff.resources)
+        outputs = []
+        if not full:
+            entries, shown = _whole_entries(shown)
+            outputs += entries
+        for change in shown:
+            where = seen.get((change.old, change.new)) if _is_text(change.old) and _is_text(change.new) else None
+            if where is not None:
+                outputs.append(f"~  {change.path}: (text: the change of {where}, above)")
+            else:
+                outputs.extend(_render_change(change, texts, "  "))
+        if not full:
+            derived = [c.path for c in diff.outputs if is_derived(c.path)]
+            outputs += derived_lines(derived, diff.head)
         blocks.append(["Outputs:", *outputs])
+    return (
+        "\n\n".join("\n".join(printable(line, None, keep="\t") for line in block) for block in blocks if block) + "\n"
+    )
+
+
+_ENTRY: Final = re.compile(r"^[^\[.]+\[[a-z]+=[^\]]*\]")
+ENTRY_LEAVES: Final = 4
+"""An output's list entry added or removed with more leaves than this is one line (`--full` lists each)."""
+
+
+def _whole_entries(changes: tuple[Change, ...]) -> tuple[list[str], tuple[Change, ...]]:
+    """Lines for the entries of identity-keyed output lists (`capacity[pool=ci-extra]`) added or removed whole,
+    and the changes left to show leaf by leaf."""
+    groups: dict[str, list[Change]] = {}
+    for change in changes:
+        if match := _ENTRY.match(change.path):
+            groups.setdefault(match[0], []).append(change)
+    lines: list[str] = []
+    folded: set[str] = set()
+    for entry, members in groups.items():
+        for marker, absent, word in (("+", "old", "added"), ("-", "new", "removed")):
+            if len(members) > ENTRY_LEAVES and all(getattr(c, absent) is MISSING for c in members):
+                lines.append(f"{marker}  {entry}: {word} ({len(members)} figures; plan-diff --full for each)")
+                folded.update(c.path for c in members)
+    return lines, tuple(c for c in changes if c.path not in folded)
+
+
+def _texts_shown(resources: tuple[ResourceChange, ...]) -> dict[tuple[Any, Any], str]:
+    """The multi-line inputs whose change a resource shows (old and new), by where: an output of the same text
+    (the templates' file and the `ci_templates` output) refers to it rather than show it twice."""
+    return {
+        (change.old, change.new): f"{resource.name}'s {change.path}"
+        for resource in resources
+        if resource.op == "update"
+        for change in resource.inputs
+        if _is_text(change.old) and _is_text(change.new)
+    }
+
+
+def _summary(diff: PlanDiff) -> list[str]:
+    """`Resources:` and a line per operation, as `pulumi preview` prints it (`note.summarize` reads both)."""
     counts = diff.counts()
     summary = ["Resources:", *(f"{INDENT}{MARKERS[op]} {n} to {op}" for op, n in counts.items())]
     tail = []
@@ -288,10 +354,7 @@ def render_diff(diff: PlanDiff, base_label: str = "base", head_label: str = "hea
         tail.append(f"{diff.unchanged} unchanged")
     if tail:
         summary.append(INDENT + ". ".join(tail))
-    blocks.append(summary)
-    return (
-        "\n\n".join("\n".join(printable(line, None, keep="\t") for line in block) for block in blocks if block) + "\n"
-    )
+    return summary
 
 
 class _TextBudget:
@@ -308,13 +371,15 @@ class _TextBudget:
         return True
 
 
-def _render_resource(resource: ResourceChange, texts: _TextBudget) -> list[str]:
+def _render_resource(resource: ResourceChange, texts: _TextBudget, full: bool) -> list[str]:
     note = f"({resource.op})"
     if resource.op == "replace":
         note = f"(replace, because of {', '.join(resource.replace_reasons)})"
     if resource.op in ("delete", "replace") and resource.protected:
         note = f"{note[:-1]}; protected: `pulumi up` refuses until it is unprotected)"
-    lines = [f"{MARKERS[resource.op]} {resource.type}  {resource.name}  {note}", f"{INDENT}[urn={resource.urn}]"]
+    lines = [f"{MARKERS[resource.op]} {resource.type}  {resource.name}  {note}"]
+    if full:  # the type and name say which resource in this program; `--full` gives the URN as preview does
+        lines.append(f"{INDENT}[urn={resource.urn}]")
     for change in resource.inputs:
         lines.extend(_render_change(change, texts))
     for change in resource.options:
@@ -330,7 +395,7 @@ def _render_change(change: Change, texts: _TextBudget, indent: str = INDENT) -> 
             return [f"~{indent}{change.path}: (text, {len(before)} -> {len(after)} lines: too long to compare here)"]
         lines = [f"~{indent}{change.path}: (text)"]
         hunks = 0
-        for line in list(difflib.unified_diff(before, after, lineterm="", n=2))[2:]:
+        for line in list(difflib.unified_diff(before, after, lineterm="", n=CONTEXT))[2:]:
             if line.startswith("@@"):
                 hunks += 1
                 if hunks > 1:
@@ -338,6 +403,8 @@ def _render_change(change: Change, texts: _TextBudget, indent: str = INDENT) -> 
             else:
                 lines.append(f"{line[:1] or ' '}{indent}    {line[1:]}")
         return lines
+    if old is not MISSING and new is not MISSING and not _is_text(old) and not _is_text(new):
+        return [f"~{indent}{change.path}: {_format(old)} => {_format(new)}"]  # as `pulumi preview --diff` prints it
     lines = []
     if old is not MISSING:
         lines.extend(_render_value("-", indent, change.path, old))

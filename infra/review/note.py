@@ -29,6 +29,11 @@ MAX_LINES: Final = 400
 """Diff lines shown in the note; the rest is in the job log. A readability cap, far below GitLab's limit."""
 MAX_CHARS: Final = 60_000
 """Characters of diff shown in the note (GitLab refuses notes over 1,000,000 characters)."""
+GITLAB_NOTE_LIMIT: Final = 1_000_000
+"""Characters GitLab accepts in one note: a longer note is refused, so whatever the change, the note is cut below it."""
+SCREEN_LINES: Final = 40
+"""Lines of one screen: the note's visible part (outside closed `<details>`) stays within it; the diff is folded
+when it would not."""
 OPEN_CHART_ROWS: Final = 24
 """A burst chart of more task rows than this is collapsed (its `<details>` closed): a long chart is hard to read."""
 
@@ -172,17 +177,23 @@ def has_something_to_say(note: NoteInput) -> bool:
     return note.exit_code != 0 or not summary.found or summary.changes
 
 
-def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS) -> str:
-    """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings."""
+def render_note(
+    note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MAX_CHARS, limit: int = GITLAB_NOTE_LIMIT
+) -> str:
+    """The note's markdown: marker, headline, the (clipped) diff, the capacity report, the warnings.
+
+    What is visible without a click (`visible_lines`) stays within one screen: the report and the warnings are
+    folded, the diff too when it would not fit. The whole stays within `limit` (GitLab's note size): sections
+    are left out, last first, each with a line saying so."""
     summary = note.summary
-    parts = [note_marker(note), _heading(note), ""]
+    sections: list[tuple[str, list[str]]] = [("head", [note_marker(note), _heading(note), ""])]
     if note.delta:
-        parts += [*note.delta, ""]
+        sections.append(("delta", [*note.delta, ""]))
     for side, burst in note.bursts:
-        parts += [*burst_chart(side, burst), ""]
-    parts.append(_headline(note, summary))
+        sections.append(("burst", [*burst_chart(side, burst), ""]))
+    intro = [_headline(note, summary)]
     if note.offline:
-        parts += [
+        intro += [
             "",
             "This pipeline has no cloud credentials (a fork, or a branch that does not receive the protected "
             "variables), so this compares what the program would register at the base and at this commit "
@@ -190,28 +201,102 @@ def render_note(note: NoteInput, max_lines: int = MAX_LINES, max_chars: int = MA
             "replace on are marked `+-` (replace); a replacement decided from the cloud's state shows only in "
             "the `preview` job on the default branch, before `up`.",
         ]
+    sections.append(("intro", intro))
     shown, shown_lines, total_lines = clip(clean(note.text), max_lines, max_chars)
     title = "Offline plan diff" if note.offline else "<code>pulumi preview --diff</code>"
-    parts += ["", "<details open>", f"<summary>{title}</summary>", "", fenced(shown, "diff"), "", "</details>"]
+    changes, rest = split_offline(shown) if note.offline else (shown, "")
+    diff = ["", "<details open>", f"<summary>{title}</summary>", "", fenced(changes, "diff"), "", "</details>"]
+    if rest:
+        diff += ["", *_folded(f"{title}: cost and waits, policy, outputs", fenced(rest, "diff"))]
     if shown_lines < total_lines:
         where = f"the {link('job log', note.job_url)}" if note.job_url else "the job log"
-        parts += ["", f"Showing the first {shown_lines} of {total_lines} lines: the full output is in {where}."]
+        diff += ["", f"Showing the first {shown_lines} of {total_lines} lines: the full output is in {where}."]
+    sections.append(("diff", diff))
     if note.report:
         report, _, _ = clip(note.report, max_lines, max_chars)
-        parts += [
-            "",
-            "<details open>",
-            "<summary>Capacity and cost at this commit</summary>",
-            "",
-            fenced(report),
-            "",
-            "</details>",
-        ]
+        sections.append(("report", ["", *_folded("Capacity and cost at this commit", fenced(report))]))
     if note.warnings:
         warnings, _, _ = clip("\n".join(f"- {w}" for w in note.warnings), max_lines, max_chars)
-        parts += ["", "**Warnings** of the platform spec at this commit:", "", fenced(warnings)]
-    parts += ["", _footer()]
-    return "\n".join(parts) + "\n"
+        title = f"Warnings of the platform spec at this commit ({len(note.warnings)})"
+        sections.append(("warnings", ["", *_folded(title, fenced(warnings))]))
+    sections.append(("footer", ["", _footer()]))
+    body = _join(sections)
+    if len(visible_lines(body)) > SCREEN_LINES:  # fold the diff: the headline still says what it counts
+        diff[1] = "<details>"
+        body = _join(sections)
+    return _within(sections, limit) if len(body) > limit else body
+
+
+def split_offline(text: str) -> tuple[str, str]:
+    """An offline plan diff (`infra.review.diff`) as its resources up to their `Resources:` summary, and the
+    rest (the cost and waits, the policy, the outputs): the first is what a reviewer reads first."""
+    lines = text.splitlines()
+    headers = [i for i, line in enumerate(lines) if line == "Resources:"]
+    if not headers:
+        return text, ""
+    end = headers[-1] + 1
+    while end < len(lines) and lines[end].strip():
+        end += 1
+    return "\n".join(lines[:end]), "\n".join(lines[end:]).strip("\n")
+
+
+def _folded(title: str, block: str) -> list[str]:
+    return ["<details>", f"<summary>{title}</summary>", "", block, "", "</details>"]
+
+
+def _join(sections: list[tuple[str, list[str]]]) -> str:
+    return "\n".join(line for _, lines in sections for line in lines) + "\n"
+
+
+LEFT_OUT: Final = ("burst", "warnings", "report", "delta", "diff")
+"""The sections left out, in this order, of a note that would exceed GitLab's size."""
+
+
+def _within(sections: list[tuple[str, list[str]]], limit: int) -> str:
+    """The note with sections left out (`LEFT_OUT`) until it fits in `limit` characters, each with a line."""
+    said = (
+        f"(Left out here: the note would exceed GitLab's limit of {GITLAB_NOTE_LIMIT:,} characters; "
+        "the job log has it all.)"
+    )
+    sections = list(sections)
+    for name in LEFT_OUT:
+        for index, (key, _) in enumerate(sections):
+            if key == name:
+                sections[index] = ("cut", [said, ""])
+        body = _join(sections)
+        if len(body) <= limit:
+            return body
+    return body[: max(0, limit - len(said) - 1)] + said + "\n"  # only the fixed parts are left: cannot happen
+
+
+def visible_lines(markdown: str) -> list[str]:
+    """The note's lines a reader sees without a click: everything outside closed `<details>` but for blank lines
+    of prose, and the `<summary>` lines of closed ones (how long the note is on screen)."""
+    seen: list[str] = []
+    depth = closed = 0
+    fence = ""
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence:  # in a code block: every line shows, blank or not, and nothing in it is HTML
+            fence = "" if stripped.startswith(fence) and not stripped.strip("`") else fence
+            if not closed:
+                seen.append(line)
+            continue
+        if stripped.startswith("```"):
+            fence = stripped[: len(stripped) - len(stripped.lstrip("`"))]
+        elif stripped.startswith("<details"):
+            depth += 1
+            if not closed and stripped != "<details open>":
+                closed = depth
+            continue
+        elif stripped == "</details>":
+            closed = 0 if closed == depth else closed
+            depth -= 1
+            continue
+        summary = stripped.startswith("<summary>") and closed == depth
+        if stripped and (not closed or summary):
+            seen.append(line)
+    return seen
 
 
 def burst_chart(side: str, burst: BurstTimeline) -> list[str]:

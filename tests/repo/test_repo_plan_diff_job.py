@@ -86,7 +86,7 @@ def test_plan_diff_job_posts_the_offline_diff(repo: Path, gitlab: FakeGitLab) ->
     diff = (repo / "plan-diff.txt").read_text(encoding="utf-8")
     assert diff.startswith(f"Offline plan diff of stack 'dev': main@{base[:8]} -> {head[:8]}\n")
     assert "~ scaleway:kubernetes/pool:Pool  kapsule-ci-training  (update)\n" in diff
-    assert "-    maxSize: 1\n+    maxSize: 2\n" in diff
+    assert "~    maxSize: 1 => 2\n" in diff
     # A second node doubles the pool's job slots: its own runner's `concurrent` changes, and no other runner's.
     assert "~ kubernetes:helm.sh/v3:Release  runner-ci-training-release  (update)\n" in diff
     assert "runner-release  (update)" not in diff

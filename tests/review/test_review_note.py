@@ -114,7 +114,7 @@ def test_note_layout_marker_first_then_diff_report_warnings() -> None:
         "([job log](https://gitlab.example.com/g/p/-/jobs/9))."
     ) in body
     assert "```diff\n" + PREVIEW.rstrip("\n") + "\n```" in body
-    assert body.index("```diff") < body.index("Capacity and cost") < body.index("**Warnings**")
+    assert body.index("```diff") < body.index("Capacity and cost") < body.index("Warnings of the platform spec")
     assert "- platform.profiles.supervised.memory_limit='40Gi': overcommits" in body
     assert "Showing the first" not in body
     assert "no cloud credentials" not in body

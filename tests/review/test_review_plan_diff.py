@@ -75,7 +75,7 @@ def test_resources_are_matched_by_urn() -> None:
 def test_option_changes_count_as_updates() -> None:
     diff = diff_plans(_plan(_resource("kapsule-a", {})), _plan(_resource("kapsule-a", {}, protect=True)))
     assert [(r.op, r.inputs, r.options) for r in diff.resources] == [("update", (), (Change("protect", False, True),))]
-    assert "+    [option] protect: true" in render_diff(diff)
+    assert "~    [option] protect: false => true" in render_diff(diff)
 
 
 def test_lists_of_named_objects_are_compared_by_name_not_position() -> None:
@@ -163,7 +163,7 @@ def test_secrets_never_appear_in_the_diff(
     files["head"].write_text(capsys.readouterr().out, encoding="utf-8")
     assert main(["plan-diff", str(files["base"]), str(files["head"])]) == 0
     text = capsys.readouterr().out
-    assert '-    name: "gpu-ci"\n+    name: "gpu-ci-renamed"\n' in text  # the change itself is visible
+    assert '~    name: "gpu-ci" => "gpu-ci-renamed"\n' in text  # the change itself is visible
     assert "kapsule-k8s" not in text  # the provider's only input is the secret kubeconfig: not compared
     for leak in (MOCK_KUBECONFIG_PREFIX.splitlines()[0], "mock-admin-token", "gpu-ci-renamed\\nclusters"):
         assert leak not in text
@@ -270,10 +270,10 @@ def test_values_cannot_forge_lines_or_reach_the_terminal_raw() -> None:
     )
     text = render_diff(diff_plans(base, head))
     assert "\x1b" not in text and "\x00" not in text and "\u202e" not in text
-    assert "+        \\x1b[2Jx\n" in text and '+    label: "\\u202etxt.exe\\u0000"' in text
+    assert "+        \\x1b[2Jx\n" in text and '~    label: "plain" => "\\u202etxt.exe\\u0000"' in text
     assert 'rows[name="a]=b\\nResources:"].n: 1' in text  # an identity that is no plain name is quoted
     assert summarize(text).ops == {"update": 1}  # the forged summary is indented: the real one is read
-    assert not any(line == "Resources:" for line in text.splitlines()[:-3])
+    assert [line for line in text.splitlines() if line == "Resources:"] == ["Resources:"]  # the real one only
 
 
 def test_texts_too_long_to_compare_are_summed_up_not_diffed() -> None:

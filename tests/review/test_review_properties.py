@@ -312,13 +312,16 @@ def test_guard_replacements_on_hostile_previews(
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,})([^`]*)$")
 _KNOWN_HTML = (
     "<details open>",
+    "<details>",
     "</details>",
+    "<summary>Offline plan diff: cost and waits, policy, outputs</summary>",
     "<summary>Offline plan diff</summary>",
     "<summary><code>pulumi preview --diff</code></summary>",
     "<summary>Capacity and cost at this commit</summary>",
     "<sub>Updated in place on each push by <code>python -m infra mr-note</code>.</sub>",
 )
 FOOTER = _KNOWN_HTML[-1]
+_WARNINGS_SUMMARY = re.compile(r"<summary>Warnings of the platform spec at this commit \(\d+\)</summary>")
 
 
 def _read_markdown(note: str) -> tuple[list[str], list[str]]:
@@ -374,6 +377,7 @@ def _assert_safe_note(note: str, first_line: str, job_url: str | None) -> list[s
             raise AssertionError(f"a heading, quote, rule or list of its own: {line!r}")
         for html in _KNOWN_HTML:
             ours = ours.replace(html, "")
+        ours = _WARNINGS_SUMMARY.sub("", ours)
         if job_url:
             ours = ours.replace(link("job log", job_url), "")
         rest = _without_code_spans(ours)

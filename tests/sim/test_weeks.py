@@ -86,7 +86,8 @@ def test_the_weeks_keys_are_refused_at_their_key(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--weeks", "3"], "--weeks=3: must be 1-100, with --week"),
+        (["--weeks", "3"], "--weeks=3: needs --week (the weeks are whole weeks): add --week"),
+        (["--weeks", "20"], "--weeks=20: needs --week"),  # in range: not "must be 1-100"
         (["--week", "--weeks", "0"], "--weeks=0: must be 1-100"),
         (["--week", "--weeks", "101"], "--weeks=101: must be 1-100"),
         (["--week", "--weeks", "2", "--late-boot", "-1"], "--late-boot='-1': not a number"),
