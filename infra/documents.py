@@ -159,6 +159,14 @@ def check_yaml_events(text: str, name: str, budget: Budget, loader: Any = YAML_L
     return _checked_events(text, name, budget, loader, None)
 
 
+def checked_events(text: str, name: str, budget: Budget) -> list[yaml.Event]:
+    """The parser's events of a YAML text, checked as `check_yaml_events` checks them (one pass, kept): for a
+    reader that builds its values from the events (infra/offline/stack_yaml.py)."""
+    events: list[yaml.Event] = []
+    _checked_events(text, name, budget, YAML_LOADER, events)
+    return events
+
+
 def compose_checked(text: str, name: str, budget: Budget) -> yaml.Node | None:
     """The node tree of a YAML document as `yaml.compose(text, Loader=YAML_LOADER)` builds it, from the events
     `check_yaml_events` checked (parsed once, not again): DocumentError as that says, yaml.YAMLError as compose

@@ -12,8 +12,8 @@ credentials must be `secure:`, and every YAML, encoding or shape error is one `S
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +26,26 @@ from infra.documents import (
     STACK_FILE,
     DocumentError,
     check_yaml_events,
+    checked_events,
     read_text,
     safe_load,
 )
-from infra.offline.cli_yaml import CliNumberError, CliYamlLoader, as_the_cli_hands
+from infra.offline.go_values import go_json_number, resolve_plain
+from infra.offline.stack_yaml import Node, Reader, Secret, SubsetError, compose
 from infra.untrusted import printable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+KeyPath = tuple[str | int, ...]
+"""A place under `config:`: the full key, then mapping keys and list indexes (`("gpu-ci:platform", "pools")`)."""
 
 
 class StackFileError(DocumentError):
-    """A stack file that cannot be read as a Pulumi stack config; str() is one line naming file and line."""
+    """A stack file that cannot be read as a Pulumi stack config; str() is one line naming file and line. The one
+    error `load_stack_config` raises."""
+
+
+class StackFileMissingError(StackFileError, FileNotFoundError):
+    """No stack file where one was asked for (a FileNotFoundError too, for the callers that say so apart)."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +55,15 @@ class StackConfig:
     values: dict[str, Any]
     """Full keys (`gpu-ci:platform`, `gitlab:baseUrl`) to decoded YAML values."""
     secret_keys: tuple[str, ...]
+    lines: dict[KeyPath, int] = field(default_factory=dict, compare=False)
+    """The line of each key and list item in the stack file (`line_of`)."""
+    file: str = ""
+    """The stack file's name, for messages (`Pulumi.dev.yaml`)."""
 
     def as_pulumi_config(self) -> dict[str, str]:
-        """Values as the engine hands them to the language host: strings, objects as JSON."""
-        return {key: value if isinstance(value, str) else json.dumps(value) for key, value in self.values.items()}
+        """Values as the engine hands them to the language host: strings, numbers as Go writes them, objects as
+        JSON."""
+        return {key: _as_text(value) for key, value in self.values.items()}
 
     def namespaced(self, key: str) -> str:
         return key if ":" in key else f"{self.project}:{key}"
@@ -57,15 +71,49 @@ class StackConfig:
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(self.namespaced(key), default)
 
+    def line_of(self, path: KeyPath) -> int | None:
+        """The 1-based line where the stack file writes `path` (its first key short or namespaced:
+        `("platform", "pools", "ci-compile", "max_sise")`), or of the deepest part of it the file writes; None
+        where the file writes none of it (a value set by `with_values`)."""
+        if not path or not isinstance(path[0], str):
+            return None
+        full = (self.namespaced(path[0]), *path[1:])
+        for end in range(len(full), 0, -1):
+            if (line := self.lines.get(full[:end])) is not None:
+                return line
+        return None
+
     def with_values(self, values: dict[str, Any], secret_keys: tuple[str, ...] = ()) -> StackConfig:
         """A copy with keys replaced or added (short keys get the project namespace)."""
         merged = {**self.values, **{self.namespaced(k): v for k, v in values.items()}}
         secrets = (*self.secret_keys, *(self.namespaced(k) for k in secret_keys))
-        return StackConfig(self.project, self.stack, merged, tuple(dict.fromkeys(secrets)))
+        replaced = {self.namespaced(k) for k in values}
+        lines = {where: line for where, line in self.lines.items() if where[0] not in replaced}
+        return StackConfig(self.project, self.stack, merged, tuple(dict.fromkeys(secrets)), lines, self.file)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return go_json_number(value)
+    return json.dumps(value)
 
 
 def project_name(root: Path = PROJECT_ROOT) -> str:
-    return str(safe_load((root / "Pulumi.yaml").read_text(encoding="utf-8"))["name"])
+    """The project's name from `Pulumi.yaml`; StackFileError where it has none."""
+    try:
+        text = read_text(root / "Pulumi.yaml", STACK_FILE)
+        check_yaml_events(text, "Pulumi.yaml", STACK_FILE)
+        document = safe_load(text)
+    except DocumentError as err:
+        raise StackFileError(str(err)) from None
+    except yaml.YAMLError as err:  # a second document: the events pass does not see it
+        raise StackFileError(f"Pulumi.yaml: not valid YAML: {str(err).splitlines()[0][:200]}") from None
+    name = document.get("name") if isinstance(document, dict) else None
+    if not isinstance(name, str) or not name:
+        raise StackFileError("Pulumi.yaml: no project name (name: gpu-ci)")
+    return name
 
 
 def stack_file(stack: str, root: Path = PROJECT_ROOT, path: Path | None = None) -> Path:
@@ -86,207 +134,123 @@ def load_stack_config(stack: str, root: Path = PROJECT_ROOT, path: Path | None =
     if missing:
         if given is not None:  # --config FILE: name the file given, not the project's stacks
             what = "a symlink that leads nowhere" if path.is_symlink() else "no such file"
-            raise FileNotFoundError(f"{printable(str(path), MAX_SHOWN_NAME)}: {what}, not a stack file")
-        raise FileNotFoundError(
+            raise StackFileMissingError(f"{printable(str(path), MAX_SHOWN_NAME)}: {what}, not a stack file")
+        raise StackFileMissingError(
             f"no stack file {printable(path.name, MAX_SHOWN_NAME)} in {root} "
             f"(stacks: {', '.join(list_stacks(root)) or 'none'})"
         )
     document, lines = read_stack_file(path)
+    name = printable(path.name, MAX_SHOWN_NAME)
     values: dict[str, Any] = {}
     secret_keys: list[str] = []
     written: dict[str, str] = {}
+    full_lines: dict[KeyPath, int] = {}
     for key, value in document.items():
         full_key = key if ":" in key else f"{project}:{key}"
+        line = lines.get((key,), 1)
         if (other := written.setdefault(full_key, key)) != key:
             raise StackFileError(
-                f"{path.name}:{lines.get(key, 1)}: {format_value(key)} and {format_value(other)} (line "
-                f"{lines.get(other, 1)}) are both {full_key}: keep one"
+                f"{name}:{line}: {format_value(key)} and {format_value(other)} (line {lines.get((other,), 1)}) are "
+                f"both {full_key}: keep one"
             )
-        decoded, has_secret = _strip_secure(_json_keys(value), full_key)
-        if full_key in PROVIDER_CREDENTIAL_KEYS and not (isinstance(value, dict) and set(value) == {"secure"}):
+        if full_key in PROVIDER_CREDENTIAL_KEYS and not isinstance(value, Secret):
             raise StackFileError(
-                f"{path.name}:{lines.get(key, 1)}: {full_key} is a credential stored in plain text: remove it and "
-                f"run pulumi config set --secret {full_key} ..."
+                f"{name}:{line}: {full_key} is a credential stored in plain text: remove it and run pulumi config "
+                f"set --secret {full_key} ..."
             )
-        try:
-            decoded = as_the_cli_hands(decoded, full_key)
-        except CliNumberError as err:
-            raise StackFileError(f"{path.name}:{lines.get(key, 1)}: {err}") from None
+        decoded, has_secret = _strip_secure(value, full_key)
         values[full_key] = "" if decoded is None else decoded  # the CLI hands a key without a value as ""
         if has_secret:
             secret_keys.append(full_key)
-    return StackConfig(project, stack, values, tuple(secret_keys))
+        full_lines |= {(full_key, *where[1:]): at for where, at in lines.items() if where[0] == key}
+    return StackConfig(project, stack, values, tuple(secret_keys), full_lines, name)
 
 
-def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
-    """The `config:` mapping of a stack file, and the line of each of its keys; StackFileError otherwise."""
-    name = path.name
+def read_stack_file(path: Path) -> tuple[dict[str, Any], dict[KeyPath, int]]:
+    """The `config:` mapping of a stack file as the Pulumi CLI reads it (stack_yaml.py's subset), and the line of
+    each key and item under it (paths start at the config key); StackFileError otherwise."""
+    name = printable(path.name, MAX_SHOWN_NAME)
     try:
         text = read_text(path, STACK_FILE)
-        check_yaml_events(text, name, STACK_FILE)
+        events = checked_events(text, name, STACK_FILE)
     except DocumentError as err:
         raise StackFileError(str(err)) from None
-    loader = CliYamlLoader(text)  # plain scalars typed as the Pulumi CLI types them (cli_yaml.py)
+    reader = Reader()
     try:
-        root = loader.get_single_node()
-        if root is None:
-            return {}, {}
-        _check_nodes(root, loader)
-        document = loader.construct_document(root)
-    except StackFileError as err:
-        raise StackFileError(f"{name}:{err}") from None
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"{name}:{mark.line + 1}" if mark is not None else name
-        raise StackFileError(f"{where}: not valid YAML: {err.problem or err.context}") from None
-    except yaml.reader.ReaderError as err:
-        line = text[: err.position].count("\n") + 1
-        raise StackFileError(f"{name}:{line}: not a readable stack file: {err.reason}") from None
-    except (yaml.YAMLError, ValueError, RecursionError) as err:
-        raise StackFileError(f"{name}: not a readable stack file: {str(err).splitlines()[0][:200]}") from None
-    finally:
-        loader.dispose()
-    if not isinstance(document, dict) or not isinstance(root, yaml.MappingNode):
-        raise StackFileError(f"{name}:1: must be a mapping with a config: key, not {type(document).__name__}")
-    config = document.get("config")
-    config_node = next((v for k, v in root.value if k.value == "config"), None)
-    if config is None:
-        return {}, {}
-    if not isinstance(config, dict) or not isinstance(config_node, yaml.MappingNode):
-        line = config_node.start_mark.line + 1 if config_node is not None else 1
-        raise StackFileError(f"{name}:{line}: config must be a mapping of keys to values, not {type(config).__name__}")
-    lines = {
-        str(key_node.value): key_node.start_mark.line + 1
-        for key_node, _ in config_node.value
-        if isinstance(key_node, yaml.ScalarNode)
-    }
-    _check_config_keys(name, config, config_node, lines)
+        root = compose(events, text)
+        config = _config_of(root, reader)
+    except SubsetError as err:
+        raise StackFileError(f"{name}:{err.line}: {err}") from None
+    lines = {where[1:]: line for where, line in reader.lines.items() if where[:1] == ("config",) and len(where) > 1}
     return config, lines
 
 
-def _check_config_keys(name: str, config: dict[Any, Any], node: yaml.MappingNode, lines: dict[str, int]) -> None:
-    """Every key of `config:` is text of the form `namespace:key` (or a short `key`), as the CLI requires."""
-    for key_node, _ in node.value:  # a key YAML reads as other than text the CLI refuses (no namespace:key)
-        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:str":
-            line = key_node.start_mark.line + 1
-            raise StackFileError(
-                f"{name}:{line}: config key {printable(key_node.value, 100)} is not a key like gpu-ci:platform"
+_TEXT_SETTINGS = ("encryptionsalt", "encryptedkey", "secretsprovider")
+"""The stack file's other keys the CLI reads (as text); any other is read and ignored, as the CLI ignores it."""
+
+
+def _config_of(root: Any, reader: Reader) -> dict[str, Any]:
+    """The `config:` mapping of the document `root`, its keys `namespace:key` or a short `key` (SubsetError)."""
+    if root is None:
+        return {}
+    document = reader.value(root, ())
+    if not isinstance(document, dict):
+        raise SubsetError(1, f"must be a mapping with a config: key, not {_kind(document)}")
+    for key, value in document.items():
+        line = reader.lines.get((key,), 1)
+        if key == "environment":
+            raise SubsetError(
+                line,
+                "environment: imports a Pulumi ESC environment, whose values the offline tools cannot read (nor "
+                "would they describe the deployment): set the values in config: instead",
+            )
+        if key in _TEXT_SETTINGS and not isinstance(value, str):
+            raise SubsetError(line, f"{key} must be text, not {_kind(value)}")
+    config = document.get("config")
+    if config is None:
+        return {}
+    config_line = reader.lines.get(("config",), 1)
+    if not isinstance(config, dict):
+        raise SubsetError(config_line, f"config must be a mapping of keys to values, not {_kind(config)}")
+    for key_node in _config_keys(root):
+        if key_node.style is None and key_node.tag is None and not isinstance(resolve_plain(key_node.value), str):
+            raise SubsetError(  # read before, so no PlainScalarError here: a number or boolean the CLI refuses
+                key_node.line, f"config key {printable(key_node.value, 100)} is not a key like gpu-ci:platform"
             )
     for key in config:
-        if not isinstance(key, str) or not key or key.count(":") > 1 or key.startswith(":") or key.endswith(":"):
-            line = lines.get(str(key)[:100], node.start_mark.line + 1)
-            raise StackFileError(f"{name}:{line}: config key {format_value(key)} is not a key like gpu-ci:platform")
+        if not key or key.count(":") > 1 or key.startswith(":") or key.endswith(":"):
+            line = reader.lines.get(("config", key), config_line)
+            raise SubsetError(line, f"config key {format_value(key)} is not a key like gpu-ci:platform")
+    return config
 
 
-_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
-_BASE_60 = re.compile(r"^[-+]?(?:[1-9][0-9_]*(?::[0-5]?[0-9])+|[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*)$")
-"""What YAML 1.1 reads as a sexagesimal integer (`8:00`, not `09:00`) or float (`1:30.5`)."""
-_MAX_NUMBER_TEXT = 100
+def _config_keys(root: Node) -> Iterator[Node]:
+    """The key nodes of `config:` (of the last one: a second is refused), those a `<<` merges in included."""
+    for key, value in root.pairs():
+        if key.kind == "scalar" and key.value == "config" and value.kind == "map":
+            yield from _merged_keys(value)
 
 
-def _read_otherwise(node: yaml.ScalarNode) -> tuple[str, str] | None:
-    """A plain scalar a YAML 1.1 reader (PyYAML, older tools) reads otherwise than Pulumi's YAML 1.2, where the
-    loader does not simply follow the CLI (cli_yaml.py): a time `8:00` is the base-60 number 480 there, a date a
-    timestamp, both text to the CLI; refused, so the file means one thing to every reader. Quoted, each is text."""
-    if node.style:  # quoted or a block scalar: text (libyaml says '' for plain, PyYAML None)
-        return None
-    if node.tag == "tag:yaml.org,2002:timestamp":
-        return "a date", "text by Pulumi"
-    if _BASE_60.match(node.value):  # text to the CLI's YAML 1.2 (and so to CliYamlLoader): a number to YAML 1.1
-        return "a base-60 number", "text by Pulumi"
-    return None
+def _merged_keys(node: Node) -> Iterator[Node]:
+    for key, value in node.pairs():
+        if key.value != "<<":
+            yield key
+        else:
+            for source in value.items if value.kind == "seq" else [value]:
+                yield from _merged_keys(source)
 
 
-_DATA_TAGS = frozenset(
-    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map", "merge")
-)
-"""The YAML types a stack config holds, as Pulumi hands it to the program (JSON): text, numbers, booleans, null,
-lists and mappings (and `<<` merge keys). `!!binary`, `!!set`, `!!omap`, `!!pairs` and an explicit
-`!!timestamp` build values no JSON holds; PyYAML's safe loader refuses `!!python/...` and custom tags itself."""
-
-
-def _check_nodes(root: yaml.Node, loader: Any) -> None:
-    """Refuse duplicate keys (as written, or once read: `8` and `010` are both 8), types no stack config holds
-    and numbers too long to convert (checked once per node, aliases included), each at its line and key."""
-    seen_nodes: set[int] = set()
-    pending: list[tuple[yaml.Node, str]] = [(root, "")]
-    while pending:
-        node, where = pending.pop()
-        if id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS and len(node.value) > _MAX_NUMBER_TEXT:
-            raise StackFileError(f"{line}: a number of {len(node.value)} characters")
-        if isinstance(node, yaml.ScalarNode) and (readings := _read_otherwise(node)):
-            here, there = readings
-            raise StackFileError(
-                f"{line}: {printable(node.value, 40)}{_at(where)} unquoted is read as {here} here and as {there}: "
-                "quote it"
-            )
-        if node.tag not in _DATA_TAGS and (isinstance(node, yaml.ScalarNode) or node.tag.startswith(_YAML_TAG)):
-            tag = node.tag.replace(_YAML_TAG, "!!")
-            raise StackFileError(
-                f"{line}: {printable(tag, 40)}{_at(where)} makes a value no stack config holds (Pulumi hands the "
-                "program JSON): write text, a number, a boolean, a list or a mapping"
-            )
-        if isinstance(node, yaml.MappingNode):
-            keys: dict[str, yaml.Node] = {}
-            for key, value in node.value:
-                name = _read_key(key, loader) if isinstance(key, yaml.ScalarNode) and key.tag in _KEY_TAGS else None
-                if name is not None:
-                    if (first := keys.get(name)) is not None:
-                        raise StackFileError(f"{key.start_mark.line + 1}: duplicate key {_both(first, key, name)}")
-                    keys[name] = key
-                step = name if name is not None else "?"
-                pending += ((key, where), (value, f"{where}.{step}" if where else step))
-        elif isinstance(node, yaml.SequenceNode):
-            pending += ((item, f"{where}[{index}]") for index, item in enumerate(node.value))
-
-
-def _at(where: str) -> str:
-    """` at <key path>` for a message about the node at `where` (nothing at the root): made only for a message,
-    not for each of a file's nodes."""
-    return f" at {printable(where, 120)}" if where else ""
-
-
-_YAML_TAG = "tag:yaml.org,2002:"
-_KEY_TAGS = _DATA_TAGS - {f"{_YAML_TAG}merge", f"{_YAML_TAG}seq", f"{_YAML_TAG}map"}
-
-
-def _read_key(node: yaml.ScalarNode, loader: Any) -> str:
-    """A scalar key as the program gets it: JSON keys are text, so `8`, `010` (octal 8 in YAML 1.1) and `"8"`
-    are one key, `true` and `yes` another."""
-    value = loader.construct_object(node)
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _both(first: yaml.Node, second: yaml.Node, name: str) -> str:
-    """`'gpu-ci:x'`, or `8 (line 3) and 010, both read as '8'` when two spellings collapse into one key."""
-    if first.value == second.value:
-        return format_value(second.value)
-    return (
-        f"{format_value(first.value)} (line {first.start_mark.line + 1}) and {format_value(second.value)}, both read "
-        f"as {format_value(name)}: keep one"
-    )
+def _kind(value: Any) -> str:
+    return "a secret" if isinstance(value, Secret) else type(value).__name__
 
 
 def list_stacks(root: Path = PROJECT_ROOT) -> list[str]:
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
-def _json_keys(value: Any) -> Any:
-    """`value` with every mapping key as text, as JSON (and so the program under `pulumi up`) has it: `8:` is
-    `"8"` (two keys that would become one are refused when the file is read)."""
-    if isinstance(value, dict):
-        return {k if isinstance(k, str) else json.dumps(k): _json_keys(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_keys(v) for v in value]
-    return value
-
-
 def _strip_secure(value: Any, where: str) -> tuple[Any, bool]:
-    if isinstance(value, dict) and set(value) == {"secure"}:
+    """`value` with each secret a visible placeholder, and whether it held one."""
+    if isinstance(value, Secret):
         return f"[secret {where} - encrypted, not readable offline]", True
     if isinstance(value, dict):
         pairs = {k: _strip_secure(v, f"{where}.{k}") for k, v in value.items()}

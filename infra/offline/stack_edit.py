@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
-from infra.documents import STACK_FILE, DocumentError, compose_checked, read_text, safe_load
-from infra.offline.cli_yaml import CliYamlLoader
+from infra.documents import STACK_FILE, DocumentError, checked_events, compose_checked, read_text, safe_load
 from infra.offline.stack_config import StackFileError, load_stack_config
+from infra.offline.stack_yaml import SubsetError, read_value
 
 Change = tuple[tuple[str, ...], object]
 """A key path under `platform` and the value it gets (plain YAML data)."""
@@ -125,8 +125,15 @@ def flow(value: object) -> str:
 
 
 def _read(text: str) -> object:
-    """A value as the stack-file loader (and so the Pulumi CLI) reads it: `yes` and `1e3` differ from PyYAML's."""
-    return yaml.load(text, Loader=CliYamlLoader)
+    """A value as the stack-file loader (and so the Pulumi CLI) reads it: `yes` and `1e3` differ from PyYAML's; a
+    text outside the stack-file subset reads as nothing any value equals."""
+    try:
+        return read_value(checked_events(text, "value", STACK_FILE), text)
+    except (DocumentError, SubsetError):
+        return _UNREADABLE
+
+
+_UNREADABLE = object()
 
 
 def _flow(value: object) -> str:
