@@ -25,13 +25,16 @@ from infra.offline.policy_check import Violation, policy_report
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config, stack_file
 from infra.offline.stacks import stack_collisions
 from infra.render.artifacts import render_artifacts
+from infra.render.plan_summary import plan_summary
 from infra.render.report import capacity_rows, render_report
-from infra.render.text import render_table
+from infra.render.text import WIDTH, render_table, wrap_text
 from infra.sim.week import CostReport
 from infra.sim.weeks import WeeksReport, simulate_weeks
 from infra.untrusted import printable
 
 MAX_CELL = 110
+KEY_INDENT = "  "
+"""The key inputs sit under their resource's type, this much deeper."""
 PROGRAM_COMPONENTS = "infra.cloud.platform"
 """The module whose import (the provider SDKs') the weeks overlap, run in a child (`infra.cli.background`)."""
 
@@ -183,20 +186,23 @@ def render_plan(
     weeks: WeeksReport | None = None,
 ) -> str:
     resources = ordered(run)
+    warnings = _warnings(run, weeks)
+    names = [r.name + _flags(r) for r in resources]
+    cell = WIDTH - max(map(len, names)) - 2 - len(KEY_INDENT)  # the key inputs under the type, within WIDTH
     rows = []
-    for r in resources:
-        lines = _pack(_key_inputs(r)) or [""]
-        rows.append((r.type, r.name + _flags(r), lines[0]))
-        rows.extend(("", "", line) for line in lines[1:])
+    for r, name in zip(resources, names, strict=True):
+        rows.append((name, r.type))
+        rows.extend(("", KEY_INDENT + line) for line in _pack(_key_inputs(r, cell), cell))
     parts = [
-        f"gpu-ci plan - stack {config.stack!r}, offline (Pulumi mocks: no cloud, no credentials, no CLI)\n\n",
+        f"gpu-ci plan - stack {config.stack!r}, offline (Pulumi mocks: no cloud, no credentials, no CLI)\n",
+        *(f"{line}\n" for line in plan_summary(resources, day, weeks, verdict, warnings)),
+        "\n",
         f"Resources ({sum(1 for r in resources if r.custom)} resources, "
         f"{sum(1 for r in resources if not r.custom)} components):\n",
-        render_table(("type", "name", "key inputs"), rows),
+        render_table(("name", "type, then its key inputs"), rows, WIDTH),
         "\n",
         render_report(platform, day, weeks),
     ]
-    warnings = _warnings(run, weeks)
     if warnings:
         parts.append("\nWarnings:\n" + "".join(f"  - {printable(w, None)}\n" for w in warnings))
     if verdict is not None:
@@ -205,12 +211,13 @@ def render_plan(
     parts.append("\nStack outputs:\n")
     for name, output in sorted(run.outputs.items()):
         shown = "[secret]" if output.secret else _compact(displayable(output.value))
-        parts.append(f"  {name} = {_clip(shown)}\n")
+        parts.append(f"  {name} = {_clip(shown, WIDTH - len(name) - 5)}\n")
     if out:
         parts.append(f"\nArtifacts written to {shown_path(out, 1_000)}: {', '.join(sorted(artifacts))}\n")
     else:
         parts.append(f"\nArtifacts (write them with --out DIR): {', '.join(sorted(artifacts))}\n")
-    return printable("".join(parts), None, keep="\n")  # the last gate: a value of the spec is shown, never obeyed
+    # the last gate: a value of the spec is shown, never obeyed; then every line within WIDTH
+    return wrap_text(printable("".join(parts), None, keep="\n"))
 
 
 def _warnings(run: ProgramRun, weeks: WeeksReport | None) -> list[str]:
@@ -232,22 +239,24 @@ def _flags(resource: RecordedResource) -> str:
     return f" [{'; '.join(flags)}]" if flags else ""
 
 
-def _key_inputs(resource: RecordedResource) -> list[str]:
-    """One `key=value` cell per key input that is set, for continuation rows of the table."""
+def _key_inputs(resource: RecordedResource, width: int = MAX_CELL) -> list[str]:
+    """One `key=value` cell per key input that is set (each within `width`), for continuation rows of the table."""
     kind = RESOURCE_TYPES.get(resource.type)
     if kind is None:
         return []
     shown = displayable(resource.inputs)
     return [
-        _clip(f"{key}={_compact(shown[key])}") for key in kind.key_inputs if shown.get(key) not in (None, "", [], {})
+        _clip(f"{key}={_compact(shown[key])}", width)
+        for key in kind.key_inputs
+        if shown.get(key) not in (None, "", [], {})
     ]
 
 
-def _pack(cells: list[str]) -> list[str]:
-    """Greedy-wrap cells into lines of at most MAX_CELL characters."""
+def _pack(cells: list[str], width: int = MAX_CELL) -> list[str]:
+    """Greedy-wrap cells into lines of at most `width` characters."""
     lines: list[str] = []
     for cell in cells:
-        if lines and len(lines[-1]) + 2 + len(cell) <= MAX_CELL:
+        if lines and len(lines[-1]) + 2 + len(cell) <= width:
             lines[-1] += "  " + cell
         else:
             lines.append(cell)
@@ -272,6 +281,6 @@ def _compact(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _clip(text: str) -> str:
+def _clip(text: str, width: int = MAX_CELL) -> str:
     """A cell: escaped before the table measures it (a value's ESC or newline would break its columns)."""
-    return printable(text, MAX_CELL - 1)
+    return printable(text, max(width, 8) - 1)

@@ -14,7 +14,7 @@ from infra.model.runners import Runner
 from infra.model.timeouts import gitlab_duration
 from infra.quantity import format_gib
 from infra.render.device_plugin import NO_SHARING_KEY
-from infra.render.text import format_eur, render_table
+from infra.render.text import WIDTH, format_eur, render_table, wrap_text
 from infra.render.weeks import render_weeks, verdict_line
 from infra.sim.week import CostReport
 from infra.sim.weeks import WeeksReport
@@ -55,14 +55,15 @@ def render_report(platform: Platform, cost: CostReport | None, weeks: WeeksRepor
     then GPU sharing, prices against the old way, and (with a workload: `cost`, its simulated week) the daily
     cost and drain time; with `weeks` (`infra.sim.weeks`), the target judged over them."""
     parts = [
-        "Capacity (per node, while a pool is up):\n" + render_pool_table(platform) + render_quota(platform),
+        "Capacity (per node, while a pool is up: jobs at once, what limits them, EUR/h a node; idle: EUR/h of the "
+        "pool at its minimum):\n" + render_pool_table(platform) + render_quota(platform),
         render_runners(platform),
     ]
     if platform.gpu_pools:
         parts += [render_sharing(platform), render_prices(platform)]
     if cost is not None:
         parts.append(render_cost(platform, cost, weeks))
-    return "\n".join(parts)
+    return wrap_text("\n".join(parts))
 
 
 def render_quota(platform: Platform) -> str:
@@ -88,10 +89,10 @@ def render_pool_table(platform: Platform) -> str:
         "allocatable",
         "GPU sharing",
         "profiles",
-        "jobs/node",
-        "bound by",
-        "EUR/h per node up",
-        "EUR/h idle",
+        "jobs",
+        "limited by",
+        "EUR/h",
+        "idle",
     )
     body = [
         (
@@ -109,7 +110,7 @@ def render_pool_table(platform: Platform) -> str:
         )
         for pool in platform.pools.values()
     ]
-    return render_table(header, body)
+    return render_table(header, body, WIDTH)
 
 
 def render_runners(platform: Platform) -> str:
@@ -130,21 +131,13 @@ def render_runners(platform: Platform) -> str:
         for runner in platform.runners.values()
     ]
     maximum = gitlab_duration(platform.spec.runner.job_timeout_seconds)
-    header = (
-        "runner (pool)",
-        "tags",
-        "job slots (concurrent)",
-        "poll_timeout x attempts",
-        "survives an outage of",
-        "templates' timeout",
-        "templates",
-        "default",
-    )
+    header = ("runner (pool)", "tags", "slots", "poll x attempts", "survives outage", "timeout", "templates", "default")
     return (
-        f"Runners (per GPU pool; managers on {platform.manager_pool}; a job beyond the slots waits in GitLab; a job "
-        f"whose pod finds no node is retried, {ATTEMPTS} attempts in all; the templates' timeout holds one attempt's "
-        f"wait and the pool's longest job on a full node, within the runners' maximum {maximum}):\n"
-        + render_table(header, body)
+        f"Runners (per GPU pool; managers on {platform.manager_pool}; slots: its `concurrent`, a job beyond them waits "
+        f"in GitLab; a job whose pod finds no node is retried, poll_timeout each, {ATTEMPTS} attempts in all; survives "
+        "outage: the longest outage of the pool's nodes its jobs ride out; timeout: the templates', which holds one "
+        f"attempt's wait and the pool's longest job on a full node, within the runners' maximum {maximum}):\n"
+        + render_table(header, body, WIDTH)
     )
 
 
@@ -180,7 +173,7 @@ def render_sharing(platform: Platform) -> str:
     header = ("pool", f"label {DEVICE_PLUGIN_CONFIG_LABEL}", "strategy", "jobs/GPU", "GPU memory per job")
     return (
         f"GPU sharing (ConfigMap {operator.namespace}/{operator.config_map}, one key per pool; {policy}):\n"
-        + render_table(header, rows)
+        + render_table(header, rows, WIDTH)
         + _operator_drift(platform)
     )
 
@@ -225,7 +218,7 @@ def render_prices(platform: Platform) -> str:
     )
     return (
         f"Prices (catalogue, EUR/h excl. VAT) against one job at a time on {reference} "
-        f"({format_eur(rows[0].reference_eur_per_hour)} EUR/h):\n" + render_table(header, body)
+        f"({format_eur(rows[0].reference_eur_per_hour)} EUR/h):\n" + render_table(header, body, WIDTH)
     )
 
 
@@ -236,7 +229,9 @@ def render_cost(platform: Platform, cost: CostReport, weeks: WeeksReport | None 
         (p.profile, p.pool, str(p.jobs_per_week), _minutes(p.minutes_alone), _minutes(p.minutes_as_run))
         for p in cost.profiles
     ]
-    load_table = render_table(("profile", "pool", "jobs/week", "min/job, GPU to itself", "min/job, as run"), loads)
+    load_table = render_table(
+        ("profile", "pool", "jobs/week", "min/job, GPU to itself", "min/job, as run"), loads, WIDTH
+    )
     rows = []
     for day in cost.pools:
         pool = platform.pools[day.pool]
@@ -258,7 +253,7 @@ def render_cost(platform: Platform, cost: CostReport, weeks: WeeksReport | None 
     rows.append(
         (old_label, format_eur(baseline.eur_per_day), _hours(Fraction(24 * (1 + len(baseline.idle_node_types)))), "")
     )
-    table = render_table(("", "EUR/day", "node-hours/day", "peak pods/slots"), rows)
+    table = render_table(("", "EUR/day", "node-hours/day", "peak pods/slots"), rows, WIDTH)
     failed = ", ".join(f"{n} {reason}" for reason, n in sorted(cost.failed_by_reason.items())) or "none"
     retried = sum(cost.retried_by_reason.values())
     workload = platform.spec.workload
@@ -270,7 +265,8 @@ def render_cost(platform: Platform, cost: CostReport, weeks: WeeksReport | None 
         + render_waits(cost),
         _target(cost, weeks),
         "" if weeks is None else render_weeks(weeks, verdict=False),
-        f"An average day of the week, new setup against old ({format_eur(cost.eur_per_week)} EUR a week):\n" + table,
+        f"An average day of the simulated week above (that week: {format_eur(cost.eur_per_week)} EUR), new setup "
+        "against old:\n" + table,
         f"Failed jobs: {failed}"
         + (f" ({retried} attempts retried, counted once)" if retried else "")
         + f". Largest burst: {_minutes(cost.makespan_minutes)} min (old setup: {_minutes(baseline.makespan_minutes)} "
@@ -303,7 +299,7 @@ def render_waits(cost: CostReport) -> str:
         )
         for c in cost.classes
     ]
-    return render_table(header, body)
+    return render_table(header, body, WIDTH)
 
 
 def _target(cost: CostReport, weeks: WeeksReport | None) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from fractions import Fraction
 
+from infra.render.text import WIDTH as TABLE_WIDTH
 from infra.render.text import format_eur, render_table
 from infra.sim.weeks import WeeksReport
 
@@ -43,7 +44,7 @@ def render_weeks(report: WeeksReport, *, verdict: bool = True) -> str:
     mean = sum(eur, Fraction(0)) / len(eur)
     lines = [
         f"{report.weeks} simulated week(s) (arrivals, run times, boots drawn for each; the same weeks for any spec):\n",
-        render_table(header, rows),
+        render_table(header, rows, TABLE_WIDTH),
     ]
     if verdict and report.target is not None:
         line = verdict_line(report)
@@ -51,7 +52,8 @@ def render_weeks(report: WeeksReport, *, verdict: bool = True) -> str:
         lines.append(
             f"Target platform.slo.merge_request_wait_minutes = {target} min over the weeks: {line or 'not judged'}.\n"
         )
-    lines.append(f"EUR/week: {format_eur(mean)} on average ({format_eur(min(eur))}-{format_eur(max(eur))}).\n")
+    spread = f"{format_eur(min(eur))}-{format_eur(max(eur))}"
+    lines.append(f"EUR/week, this spec over the {report.weeks} weeks: {format_eur(mean)} on average ({spread}).\n")
     if (bound := bound_line(report)) is not None:
         lines.append(bound)
     return "".join(lines)

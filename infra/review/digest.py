@@ -170,7 +170,7 @@ def policy_lines(base: Side, head: Side) -> list[str]:
     if len(head.policy) > MAX_VIOLATIONS:
         lines.append(f"{INDENT}and {len(head.policy) - MAX_VIOLATIONS} more (plan --json)")
     if resolved := len(had - set(head.policy)):
-        lines.append(f"{INDENT}{resolved} of the base's violation{'s' if resolved != 1 else ''} resolved")
+        lines.append(f"{INDENT}resolved since the base: {resolved}")
     return lines
 
 

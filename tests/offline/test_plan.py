@@ -25,7 +25,10 @@ def test_plan_lists_every_resource_capacity_and_outputs(dev_plan: PlanRun) -> No
         assert name in out
     assert "kapsule-ci-compile [protected; ignores size]" in out
     assert "nodeType=L40S-1-48G" in out
-    assert "ci-compile   L4-1-24G    fr-par-2  0-1    7 CPU, 44 GiB  time-slicing x2  rl          2" in out
+    assert (
+        "ci-compile   L4-1-24G    fr-par-2  0-1    7 CPU, 44 GiB  time-slicing x2  rl          2     GPU replicas"
+        in out
+    )
     assert "kubeconfig = [secret]" in out
     assert "kubeconfig=[secret]" in out  # the provider's input, in the resource table
     assert MOCK_KUBECONFIG_PREFIX.splitlines()[0] not in out
@@ -117,14 +120,14 @@ def test_plan_shows_sharing_and_cost_and_writes_their_artifacts(
     assert "GPU sharing (ConfigMap kube-system/gpu-ci-device-plugin-config" in out
     assert "ci-training  ci-training                            time-slicing  4" in out
     assert "53.6 % (46.4 % cheaper)" in out
-    assert "An average day of the week, new setup against old" in out
+    assert "An average day of the simulated week above (that week: 101.0130 EUR), new setup against old" in out
     config_map = yaml.safe_load((dev_plan.artifacts / "device-plugin-config.yaml").read_text())
     assert config_map["kind"] == "ConfigMap" and set(config_map["data"]) >= {"ci-compile", "ci-training"}
     patch = json.loads((dev_plan.artifacts / "cluster-policy-patch.json").read_text())
     assert patch["spec"]["devicePlugin"]["config"]["name"] == config_map["metadata"]["name"]
     assert json.loads((dev_plan.artifacts / "cost.json").read_text())["baseline"]["keeps_up"] is True
     document = dev_plan_json[1]
-    assert "An average day of the week, new setup against old" in document["report"]  # what MR notes post
+    assert "An average day of the simulated week above" in document["report"]  # what MR notes post
     assert document["outputs"]["gpu_sharing"]["config_map"] == "kube-system/gpu-ci-device-plugin-config"
 
 
@@ -190,7 +193,8 @@ def test_plan_shows_a_variable_value_escaped_as_every_command_does(
     assert main(["plan", "--config", str(stack_file(dev_platform))]) == 0
     out = capsys.readouterr().out
     assert not any(char in out for char in HIDDEN if not char.isprintable())
-    assert "train\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\u2066\\u200b\\u2028\\xa0\\x85\\ufeffed" in out
+    # the value's cell, clipped to fit the table's 120 columns, shows what it shows escaped
+    assert "value=train\\x1b]0;pwned\\x07\\x1b[2J\\u202e\\u2066\\u200b\\u2028\\xa0\\x85" in out
 
 
 def test_plan_out_replaces_a_link_it_finds_and_never_writes_its_target(
@@ -215,3 +219,29 @@ def test_plan_out_refuses_a_folder_that_is_a_link(tmp_path: Path, capsys: pytest
         f"error: --out {link}: cannot be written: it is a symlink, not followed (--out writes into real folders only)\n"
     )
     assert list(elsewhere.iterdir()) == []
+
+
+def test_plan_fits_120_columns_and_opens_with_its_summary(dev_plan: PlanRun) -> None:
+    """A reader's first screen: what the stack creates, costs and misses, before 150 lines of detail."""
+    lines = dev_plan.out.splitlines()
+    assert [line for line in lines if len(line) > 120] == []
+    summary = lines[1 : lines.index("")]
+    assert len(summary) <= 5
+    assert summary[0].startswith("Resources: 35 to create (30 resources, 5 components; 7 protected)")
+    assert summary[1].startswith(
+        "EUR/week: 99.86 (mean of 20 simulated weeks); the target's bound 88.08, this spec 1.13x"
+    )
+    assert summary[2].endswith("MISSED, in 0 of 20 weeks (18 asked); p95 152.9 min over them")
+    assert summary[3:] == ["Policy pack: no violation", "Warnings: 4 (listed below)"]
+    warnings = lines.index("Warnings:")
+    assert sum(line.startswith("  - ") for line in lines[warnings:]) == 4  # each warning wrapped, not cut
+
+
+def test_no_figure_of_the_report_is_called_a_bound_unless_nothing_beats_it(dev_plan: PlanRun) -> None:
+    """What limits jobs per node is a limit, not a bound; the target's price bound is one (docs/simulation.md)."""
+    text = " ".join(dev_plan.out.split())
+    for bound in ("the target's bound", "Bound on the target's price", "spends 1.13x the bound"):  # the price's
+        assert bound in text
+        text = text.replace(bound, "")
+    assert "bound" not in text.lower()
+    assert "limited by" in dev_plan.out  # what limits jobs per node

@@ -32,7 +32,8 @@ def test_plan_writes_the_runner_and_ci_artifacts(dev_stack: StackConfig, dev_pla
         "chart=gitlab-runner  version=0.86.0",
         "gitlab-ci-templates",
         "filePath=.gitlab/ci/gpu-ci-templates.yml",
-        "key=REGISTRY  value=rg.fr-par.scw.cloud/gpu-ci",
+        "key=REGISTRY",
+        "value=rg.fr-par.scw.cloud/gpu-ci",
         "registry-namespace [protected]",
         "stringData=[secret]",
     ):

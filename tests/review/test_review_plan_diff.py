@@ -286,3 +286,22 @@ def test_texts_too_long_to_compare_are_summed_up_not_diffed() -> None:
     changed = [_resource(f"kapsule-{i}", {"config": short + "\nmore"}) for i in range(8)]
     text = render_diff(diff_plans(_plan(*many), _plan(*changed)))
     assert text.count(": (text)\n") == 6 and text.count("too long to compare here") == 2  # 20,000 lines at most
+
+
+def _violation(policy: str, level: str = "mandatory") -> dict[str, str]:
+    return {"policy": policy, "resource": "kapsule-a", "message": "no\nResources:", "level": level}
+
+
+def test_the_policy_result_follows_the_resources_new_violations_marked() -> None:
+    base = {**_plan(_resource("kapsule-a", {"maxSize": 1})), "policy": [_violation("old-rule", "advisory")]}
+    head = {
+        **_plan(_resource("kapsule-a", {"maxSize": 2})),
+        "policy": [_violation("gpu-pool-protected"), *[_violation(f"rule-{i}", "advisory") for i in range(11)]],
+    }
+    lines = render_diff(diff_plans(base, head)).splitlines()
+    index = lines.index("Policy pack (policy/, over the head's resources): 11 advisory, 1 mandatory")
+    assert lines.index("Resources:") < index
+    assert lines[index + 1] == "    - policy gpu-pool-protected (mandatory): kapsule-a: no\\nResources:  (new)"
+    assert lines[index + 11] == "    and 2 more (plan --json)"  # ten shown
+    assert lines[index + 12] == "    resolved since the base: 1"
+    assert summarize("\n".join(lines)).ops == {"update": 1}  # a message cannot forge the summary
