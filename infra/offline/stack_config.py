@@ -83,6 +83,16 @@ class StackConfig:
                 return line
         return None
 
+    def located(self, line: str) -> str:
+        """A spec error line (`platform.pools.a.max_sise=1: unknown key`) prefixed with the file and the line the
+        stack file writes that key at (or its nearest parent), `Pulumi.dev.yaml:40: ...`; other lines as they are."""
+        key, sep, _ = line.partition("=")
+        if not sep or not self.file or not key.startswith("platform") or " " in key:
+            return line
+        first, *rest = key.split(".")
+        found = self.line_of((first, *(int(part) if part.isdigit() else part for part in rest)))
+        return f"{self.file}:{found}: {line}" if found is not None else f"{self.file}: {line}"
+
     def with_values(self, values: dict[str, Any], secret_keys: tuple[str, ...] = ()) -> StackConfig:
         """A copy with keys replaced or added (short keys get the project namespace)."""
         merged = {**self.values, **{self.namespaced(k): v for k, v in values.items()}}
