@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     if run.error is not None:
         if not isinstance(run.error, pulumi.RunError):
             raise run.error
-        return fail(str(run.error))
+        return fail("\n".join(config.located(line) for line in str(run.error).splitlines()))
     platform: Platform = run.namespace["platform"]  # derived once, by the program itself
     day: CostReport | None = run.namespace["day"]  # and its week simulated once
     path = stack_file(args.stack, path=args.config)

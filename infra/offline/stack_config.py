@@ -83,6 +83,19 @@ class StackConfig:
                 return line
         return None
 
+    def located(self, line: str) -> str:
+        """A spec error line (`platform.pools.a.max_sise=1: unknown key`) prefixed with the file and the line the
+        stack file writes that key at (or its nearest parent), `Pulumi.dev.yaml:40: ...`; other lines as they are."""
+        if not self.file:
+            return line
+        problem = line.removeprefix(f"{self.file}: ")  # the program names the file, the YAML knows the line
+        key, sep, _ = problem.partition("=")
+        if not sep or not key.startswith("platform") or " " in key:
+            return line
+        first, *rest = key.split(".")
+        found = self.line_of((first, *(int(part) if part.isdigit() else part for part in rest)))
+        return f"{self.file}:{found}: {problem}" if found is not None else f"{self.file}: {problem}"
+
     def with_values(self, values: dict[str, Any], secret_keys: tuple[str, ...] = ()) -> StackConfig:
         """A copy with keys replaced or added (short keys get the project namespace)."""
         merged = {**self.values, **{self.namespaced(k): v for k, v in values.items()}}

@@ -235,10 +235,12 @@ def test_a_spec_error_through_the_cli_is_error_lines_only(
     dev_platform: dict[str, Any], stack_file: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     dev_platform["profiles"]["rl"]["cpu_request"] = "1e999999999"
-    assert _plan(stack_file(dev_platform), capsys) == (
+    path = stack_file(dev_platform)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "1e999999999" in text)
+    assert _plan(path, capsys) == (
         2,
         [
-            "error: Pulumi.edited.yaml: platform.profiles.rl.cpu_request='1e999999999': exponent 999999999 is too "
+            f"error: {path.name}:{line}: platform.profiles.rl.cpu_request='1e999999999': exponent 999999999 is too "
             "large: Kubernetes keeps quantities as int64 milli-units"
         ],
     )

@@ -62,9 +62,10 @@ def test_plan_rejects_bad_config_with_one_line(
     assert main(["plan", "--config", str(stack_file)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (
-        "error: Pulumi.broken.yaml: platform.profiles.rl.pool='ci-gpu': no such pool (pools: ci-compile, ci-training, "
-        "system)\n"
+    line = next(i for i, text in enumerate(stack_file.read_text().splitlines(), 1) if "ci-gpu" in text)
+    assert captured.err == (  # the file and the line of the key (issue 39, item 3)
+        f"error: Pulumi.broken.yaml:{line}: platform.profiles.rl.pool='ci-gpu': no such pool (pools: ci-compile, "
+        "ci-training, system)\n"
     )
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.paths import ROOT
 
+from infra.__main__ import main as cli_main
 from infra.offline.go_values import PlainScalarError, go_json_number, resolve_plain
 from infra.offline.stack_config import StackFileError, load_stack_config
 
@@ -114,3 +115,21 @@ def test_each_key_and_item_has_its_line_and_a_key_the_file_lacks_its_nearest_par
     assert config.line_of(("platform", "tags", 1)) == 9
     assert config.line_of(("platform", "pools", "c", "min_size")) == 3
     assert config.line_of(("gitlab:baseUrl",)) is None
+
+
+def test_plan_names_the_file_and_line_of_a_mistyped_spec_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 39, item 3: `max_sise` is refused at the line the stack file writes it."""
+    lines = DEV_TEXT.splitlines(keepends=True)
+    at = next(
+        i for i, line in enumerate(lines) if line.strip() == "max_size: 1" and "ci-compile" in "".join(lines[i - 4 : i])
+    )
+    lines[at] = lines[at].replace("max_size", "max_sise")
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text("".join(lines), encoding="utf-8")
+    assert cli_main(["plan", "--json", "--config", str(path)]) == 2
+    errors = capsys.readouterr().err.splitlines()
+    assert any(
+        e.startswith(f"error: Pulumi.dev.yaml:{at + 1}: platform.pools.ci-compile.max_sise=1: ") for e in errors
+    ), errors
