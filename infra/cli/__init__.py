@@ -12,6 +12,7 @@ from pathlib import Path
 
 from infra.config.errors import SpecError
 from infra.config.stack_keys import in_file, stack_file_name
+from infra.offline.stack_config import StackFileError, load_stack_config
 from infra.untrusted import printable
 
 MAX_ERROR_LINE = 1_000
@@ -36,8 +37,14 @@ def stack_file_shown(stack: str, config: Path | None) -> str:
 
 
 def fail_spec(err: SpecError, stack: str, config: Path | None = None) -> int:
-    """`fail` for the spec's problems, each line naming the stack file it is in (as the program's own do)."""
-    return fail(in_file(stack_file_shown(stack, config), str(err)))
+    """`fail` for the spec's problems, each line naming the stack file it is in and the line of its key (as `plan`
+    names them): the file is read again for its lines, a file that no longer reads gives the lines without."""
+    lines = in_file(stack_file_shown(stack, config), str(err))
+    try:
+        stack_config = load_stack_config(stack, path=config)
+    except (FileNotFoundError, StackFileError):
+        return fail(lines)
+    return fail("\n".join(stack_config.located(line) for line in lines.splitlines()))
 
 
 def shown_path(path: object, limit: int = 200) -> str:

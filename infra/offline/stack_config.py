@@ -89,12 +89,22 @@ class StackConfig:
         if not self.file:
             return line
         problem = line.removeprefix(f"{self.file}: ")  # the program names the file, the YAML knows the line
-        key, sep, _ = problem.partition("=")
-        if not sep or not key.startswith("platform") or " " in key:
+        found = self._line_of_problem(problem)
+        if found is None:
             return line
-        first, *rest = key.split(".")
-        found = self.line_of((first, *(int(part) if part.isdigit() else part for part in rest)))
-        return f"{self.file}:{found}: {problem}" if found is not None else f"{self.file}: {problem}"
+        return f"{self.file}:{found}: {problem}" if found else f"{self.file}: {problem}"
+
+    def _line_of_problem(self, problem: str) -> int | None:
+        """The line of the key a problem names (0: a key of the spec the file does not write), None for a line
+        that names no key (left as it is)."""
+        key, sep, _ = problem.partition("=")
+        if sep and key.startswith("platform") and " " not in key:  # platform.pools.a.max_sise=1: ...
+            first, *rest = key.split(".")
+            return self.line_of((first, *(int(part) if part.isdigit() else part for part in rest))) or 0
+        top, sep, _ = problem.partition(": ")  # gpu-ci:platfrom: unknown key ...
+        if sep and ":" in top and " " not in top:
+            return self.lines.get((top,))
+        return None
 
     def with_values(self, values: dict[str, Any], secret_keys: tuple[str, ...] = ()) -> StackConfig:
         """A copy with keys replaced or added (short keys get the project namespace)."""

@@ -4,6 +4,7 @@ and through the commands that read the spec themselves."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,12 @@ def _edited(tmp_path: Path, old: str, new: str, name: str = "Pulumi.typo.yaml") 
     path = tmp_path / name
     path.write_text(DEV_STACK.replace(old, new, 1), encoding="utf-8")
     return path
+
+
+def _line_of(path: Path, new: str) -> int:
+    """The line of the edited file `path` where the edit's last line (the key it changed or added) is written."""
+    text = path.read_text(encoding="utf-8")
+    return text.count("\n", 0, text.index(new)) + new.rstrip("\n").count("\n") + 1
 
 
 def _errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -65,9 +72,10 @@ CASES = [
 def test_plan_names_the_file_the_key_and_the_key_meant(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, line: str
 ) -> None:
-    errors = _errors(["plan", "--config", str(_edited(tmp_path, old, new))], capsys)
-    assert f"error: Pulumi.typo.yaml: {line}" in errors  # a renamed key is also missing under its name
-    assert all(error.startswith("error: Pulumi.typo.yaml: ") for error in errors)
+    path = _edited(tmp_path, old, new)
+    errors = _errors(["plan", "--config", str(path)], capsys)
+    assert f"error: Pulumi.typo.yaml:{_line_of(path, new)}: {line}" in errors  # a renamed key is also missing by its name
+    assert all(re.match(r"error: Pulumi\.typo\.yaml:[0-9]+: ", error) for error in errors), errors
 
 
 def test_a_stack_without_its_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,8 +93,9 @@ def test_the_commands_that_read_the_spec_themselves_name_the_file_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
     old, new, line = CASES[0]
-    errors = _errors([*command, "--config", str(_edited(tmp_path, old, new))], capsys)
-    assert errors == [f"error: Pulumi.typo.yaml: {line}"]
+    path = _edited(tmp_path, old, new)
+    errors = _errors([*command, "--config", str(path)], capsys)
+    assert errors == [f"error: Pulumi.typo.yaml:{_line_of(path, new)}: {line}"]
 
 
 def test_a_librarys_tab_indented_line_is_shown_without_a_literal_escape(capsys: pytest.CaptureFixture[str]) -> None:
