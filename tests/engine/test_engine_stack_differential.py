@@ -48,7 +48,9 @@ class Read:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Read]:
     if not STACKREAD.is_file():
-        pytest.skip("stackread is not built here (scripts/engine/build)")
+        pytest.skip(
+            "the differential test of the stack-file loader: stackread is not built here (scripts/engine/build)"
+        )
     folder = tmp_path_factory.mktemp("stack-differential")
     made = variants(COUNT, SEED)
     paths = []
