@@ -470,8 +470,14 @@ RUNNER_CI_CASES = [
         "typo-in-runner-key",
         set_("runner", "chart_verison", value="0.86.0"),
         "platform.runner.chart_verison='0.86.0': unknown key (allowed: access_level, allowed_images, cache, "
-        "chart_version, default_image, default_pool, description, job_timeout, manager_pool, namespace, "
-        "node_wait_tolerance, poll_timeout_margin_minutes, pool_tags, tags)",
+        "chart_repository, chart_version, default_image, default_pool, description, job_timeout, manager_pool, "
+        "namespace, node_wait_tolerance, poll_timeout_margin_minutes, pool_tags, tags)",
+    ),
+    Bad(
+        "chart-repository-plain-http",
+        set_("runner", "chart_repository", value="http://charts.example.com"),
+        "platform.runner.chart_repository='http://charts.example.com': not a chart repository URL like "
+        "https://charts.gitlab.io (http only on 127.0.0.1)",
     ),
 ]
 
