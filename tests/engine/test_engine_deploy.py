@@ -23,6 +23,7 @@ from support.engine import EngineProject, Result
 from support.plans import plan_json
 
 from infra.cli.plan import displayable
+from infra.cloud.gpu_sharing import PATCH_FIELD_MANAGER
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_RUNNER_TOKEN_PREFIX
 from infra.offline.stack_config import load_stack_config
@@ -372,3 +373,34 @@ def test_the_program_receives_the_config_pulumi_config_shows(deployed: Deploymen
     assert json.loads(run["config"]["gpu-ci:platform"]) == load_stack_config(
         "dev", path=deployed.project.stack_file()
     ).get("platform")
+
+
+def test_the_first_up_converges_with_the_operator_installed_only_by_the_gpu_pools(deployed: Deployment) -> None:
+    """Kapsule installs the GPU operator when a GPU pool is created, not with the cluster: the one `up` meets its
+    ClusterPolicy only then, and the program's patch lands on the chart's object (Helm's, then gpu-ci's fields)."""
+    assert deployed.up.returncode == 0, deployed.up
+    events = [r for r in deployed.up_records if r["method"] == "Kapsule"]
+    assert events[0]["event"] == "cluster" and "ciliumnetworkpolicies.cilium.io" in events[0]["installed"]
+    installed = {e["pool"]: e["installed"] for e in events if e["event"] == "pool"}
+    assert set(installed) == {"system", "ci-compile", "ci-training"}
+    (by,) = [pool for pool, names in installed.items() if names]  # one GPU pool's creation installed it
+    assert by in {"ci-compile", "ci-training"}
+    assert {"clusterpolicies.nvidia.com", "cluster-policy"} <= set(installed[by])
+    policy = deployed.plane.get("/apis/nvidia.com/v1/clusterpolicies/cluster-policy")
+    managers = {m["manager"] for m in policy["metadata"]["managedFields"]}
+    assert {"helm", PATCH_FIELD_MANAGER} <= managers
+    assert policy["spec"]["devicePlugin"]["config"]["name"] == "gpu-ci-device-plugin-config"
+    assert policy["spec"]["driver"]["enabled"] is True  # the chart's defaults are still there
+
+
+def test_each_pool_has_its_kwok_nodes_with_the_catalogs_capacity_and_its_sharing_replicas(
+    deployed: Deployment,
+) -> None:
+    nodes = {n["metadata"]["name"]: n for n in deployed.plane.get("/api/v1/nodes")["items"]}
+    pools = {n["metadata"]["labels"]["k8s.scaleway.com/pool-name"]: n for n in nodes.values()}
+    assert set(pools) == {"system", "ci-compile", "ci-training"}
+    gpus = {pool: n["status"]["allocatable"].get("nvidia.com/gpu") for pool, n in pools.items()}
+    assert gpus == {"system": None, "ci-compile": "2", "ci-training": "4"}  # time-slicing x2 and x4
+    training = pools["ci-training"]
+    assert training["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "l40s-1-48g"
+    assert {(t["key"], t["effect"]) for t in training["spec"]["taints"]} >= {("nvidia.com/gpu", "NoSchedule")}
