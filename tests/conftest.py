@@ -35,6 +35,8 @@ ENGINE_TESTS = TESTS / "engine"
 
 if TYPE_CHECKING:
     from support.cluster import ControlPlane
+    from support.deployed import DeployedStack
+    from support.engine import TestCluster
     from support.plans import PlanRun
 
     from infra.offline.harness import ProgramRun
@@ -261,3 +263,50 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         pytest.skip(f"{SKIP_REASON}; missing: {', '.join(absent)}")
     with cluster.start_control_plane(tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def test_cluster(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestCluster]:
+    """The session's control plane as a test cluster (support.deployed.serve_test_cluster): the runner chart's
+    repository on loopback and the GPU operator's objects for the Kapsule double."""
+    from support.deployed import serve_test_cluster
+
+    with serve_test_cluster(control_plane, tmp_path_factory.mktemp("test-cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def deployed_dev(test_cluster: TestCluster, tmp_path_factory: pytest.TempPathFactory) -> DeployedStack:
+    """The engine tests' shared deployment: the dev stack deployed once per worker, by the real engine and
+    Pulumi's own Kubernetes provider, to the test cluster; Scaleway and GitLab are the doubles (the Scaleway
+    double's cluster is the test cluster, where it does Kapsule's part: tests/support/doubles/kapsule.py).
+    `preview --policy-pack`, `up`, then `preview --expect-no-changes` and `refresh --expect-no-changes`, each
+    result kept for the tests and none asserted here. Its interface: support.deployed.DeployedStack."""
+    from support.deployed import DEV_SECRETS, DeployedStack
+    from support.engine import POLICY_PACK, EngineProject
+
+    project = EngineProject(tmp_path_factory.mktemp("engine-dev"), cluster=test_cluster)
+    project.init_stack(DEV_SECRETS)
+    preview = project.pulumi("preview", "--json", "--policy-pack", POLICY_PACK, check=False)
+    (program_run,) = project.program_runs()
+    project.clear_records()
+    up = project.pulumi("up", "--yes", "--skip-preview", "--policy-pack", POLICY_PACK, check=False)
+    up_records = project.records()
+    preview_again = project.pulumi("preview", "--expect-no-changes", "--diff", check=False)
+    refresh = project.pulumi("refresh", "--yes", "--expect-no-changes", "--skip-preview", check=False)
+    shown = project.pulumi("stack", "output", "--json", "--show-secrets", check=False)
+    project.transcript.pop()  # the secrets it shows are not the transcript's (the secrets audit reads it)
+    outputs = json.loads(shown.stdout) if shown.returncode == 0 else {}
+    return DeployedStack(
+        project=project,
+        plane=test_cluster.plane,
+        kubeconfig=test_cluster.plane.kubeconfig_path,
+        stack_dir=project.project,
+        outputs=outputs,
+        preview=preview,
+        up=up,
+        up_records=up_records,
+        preview_again=preview_again,
+        refresh=refresh,
+        program_run=program_run,
+    )

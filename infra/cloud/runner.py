@@ -40,7 +40,6 @@ from infra.config.runner import (
     CACHE_ACCESS_KEY_CONFIG,
     CACHE_SECRET_KEY_CONFIG,
     CHART_NAME,
-    CHART_REPOSITORY,
     RunnerSpec,
 )
 from infra.model.runners import CACHE_SECRET_NAME, REGISTRY_PULL_SECRET_NAME, ROLE_LABEL, Runner
@@ -177,7 +176,7 @@ class RunnerFleet(pulumi.ComponentResource):
             name=runner.release_name,
             chart=CHART_NAME,
             version=args.settings.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=CHART_REPOSITORY),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.settings.chart_repository),
             namespace=namespace.metadata.name,
             values=values,
             skip_await=True,  # (so `timeout` bounds only the API calls, not a drain)

@@ -38,6 +38,10 @@ MAX_NODE_WAIT_TOLERANCE_SECONDS = 24 * 3600
 MIN_JOB_TIMEOUT_SECONDS = 600
 """GitLab refuses a runner maximum timeout below 10 minutes."""
 
+_CHART_REPOSITORY = re.compile(
+    r"(https://[A-Za-z0-9.-]{1,253}|http://(127\.0\.0\.1|localhost))(:[0-9]{1,5})?(/[A-Za-z0-9._~-]+)*/?"
+)
+"""An https chart repository, or an http one on this machine's loopback (a local mirror, the engine tests')."""
 _CHART_VERSION = re.compile(r"[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}")
 """ASCII digits only, as Helm reads a version (`\\d` takes `０.８６.０`, full-width digits)."""
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
@@ -80,7 +84,10 @@ class RunnerSpec(SpecModel):
     namespace: str = "gitlab-runner"
     """Kubernetes namespace of the manager and of the job pods (its RBAC stops there)."""
     chart_version: str = "0.86.0"
-    """Exact version of the `gitlab-runner` chart (charts.gitlab.io); upgrades are explicit."""
+    """Exact version of the `gitlab-runner` chart (from `chart_repository`); upgrades are explicit."""
+    chart_repository: str = CHART_REPOSITORY
+    """The Helm chart repository the `gitlab-runner` chart is installed from: GitLab's, or a mirror of it (an
+    https URL; http only on loopback, `http://127.0.0.1:<port>`)."""
     default_pool: str | None = None
     """Where a job that names no pool runs; None: the cheapest pool a profile targets."""
     manager_pool: str | None = None
@@ -121,6 +128,13 @@ class RunnerSpec(SpecModel):
     def _namespace(cls, value: str) -> str:
         if not is_dns_label(value):
             raise ValueError("not a Kubernetes namespace name (1-63 of a-z, 0-9 and '-')")
+        return value
+
+    @field_validator("chart_repository")
+    @classmethod
+    def _chart_repository(cls, value: str) -> str:
+        if not _CHART_REPOSITORY.fullmatch(value):
+            raise ValueError("not a chart repository URL like https://charts.gitlab.io (http only on 127.0.0.1)")
         return value
 
     @field_validator("chart_version")

@@ -1,10 +1,12 @@
 """The dev stack under the real engine: `preview --policy-pack`, `up`, a second `preview` and `up` that change
 nothing, and what the state, the outputs and every command's output hold of the secrets.
 
-One deployment, shared: the module fixture runs the commands once, in order, and each test reads what one
-of them returned. The engine, the CLI, its stack config and secrets, the state and the policy analyzer are
-real; the providers are doubles (tests/support/doubles/provider.py) and the language host is the SDK's
-inline runtime (tests/support/doubles/language_host.py), which replaces only the Go host's process launch.
+One deployment, shared: the session's `deployed_dev` (tests/conftest.py) and a second `up` on it, each
+test reading what one command returned. The engine, the CLI, its stack config and secrets, the state, the
+policy analyzer and the Kubernetes half (Pulumi's own provider, the test cluster's API server) are real; Scaleway
+and GitLab are doubles (tests/support/doubles/provider.py; the Scaleway double's cluster is the test cluster) and
+the language host is the SDK's inline runtime (tests/support/doubles/language_host.py), which replaces only the
+Go host's process launch.
 """
 
 from __future__ import annotations
@@ -15,27 +17,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.engine import POLICY_PACK, EngineProject, Result
+from support.cluster import ControlPlane
+from support.deployed import DEV_SECRETS, DeployedStack, fresh_test_cluster
+from support.engine import EngineProject, Result
 from support.plans import plan_json
 
 from infra.cli.plan import displayable
+from infra.cloud.gpu_sharing import PATCH_FIELD_MANAGER
 from infra.offline.harness import ProgramRun, run_program
-from infra.offline.mocks import MOCK_KUBECONFIG_PREFIX, MOCK_RUNNER_TOKEN_PREFIX
+from infra.offline.mocks import MOCK_RUNNER_TOKEN_PREFIX
 from infra.offline.stack_config import load_stack_config
 
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 """How the engine prints a value not known before `up` (the cluster's id, in a preview)."""
 
-SECRETS = {
-    "gitlab:token": "glpat-engine-test-gitlab-token-4e1f",
-    "registry_pull_secret_key": "engine-test-registry-pull-key-9b2c",
-}
+SECRETS = DEV_SECRETS
 """Known secret values: none may appear in plain text anywhere the engine writes or prints."""
 
 
 @dataclass
 class Deployment:
     project: EngineProject
+    plane: ControlPlane
     plan: dict[str, Any]
     """`plan --json`'s document for the same stack file."""
     plan_run: ProgramRun
@@ -43,6 +46,8 @@ class Deployment:
     up: Result
     up_records: list[dict[str, Any]]
     preview_again: Result
+    refresh: Result
+    """`refresh --expect-no-changes`: what the API server holds is what the state holds."""
     up_again: Result
     up_again_records: list[dict[str, Any]]
     exported: Result
@@ -54,18 +59,12 @@ class Deployment:
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
-    project = EngineProject(tmp_path_factory.mktemp("engine-deploy"))
-    project.init_stack(SECRETS)
+def deployed(deployed_dev: DeployedStack) -> Deployment:
+    """The session's deployment of the dev stack (tests/conftest.py), and a second `up` on it."""
+    project = deployed_dev.project
     config = load_stack_config("dev", path=project.stack_file())
     run = run_program(config)
-    preview = project.pulumi("preview", "--json", "--policy-pack", POLICY_PACK, check=False)
-    (program_run,) = project.program_runs()
     cli_config = project.pulumi("config", "--json").json()
-    project.clear_records()
-    up = project.pulumi("up", "--yes", "--skip-preview", "--policy-pack", POLICY_PACK)
-    up_records = project.records()
-    preview_again = project.pulumi("preview", "--expect-no-changes", "--diff", check=False)
     project.clear_records()
     up_again = project.pulumi("up", "--yes", "--skip-preview", "--json", check=False)
     up_again_records = project.records()
@@ -73,17 +72,19 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Deployment:
     outputs = project.pulumi("stack", "output", "--json")
     return Deployment(
         project,
+        deployed_dev.plane,
         plan_json(config, run),
         run,
-        preview,
-        up,
-        up_records,
-        preview_again,
+        deployed_dev.preview,
+        deployed_dev.up,
+        deployed_dev.up_records,
+        deployed_dev.preview_again,
+        deployed_dev.refresh,
         up_again,
         up_again_records,
         exported,
         outputs,
-        program_run,
+        deployed_dev.program_run,
         cli_config,
     )
 
@@ -158,14 +159,69 @@ def test_preview_inputs_equal_plan_inputs_where_known(deployed: Deployment) -> N
     assert "kapsule-ci-compile" in unknown  # its clusterId: the comparison above did skip unknowns
 
 
-def test_the_providers_receive_the_inputs_plan_records(deployed: Deployment) -> None:
-    """What each double was asked to create, secrets as the engine marked them, is plan's input document."""
+def test_the_doubles_receive_the_inputs_plan_records(deployed: Deployment) -> None:
+    """What each double (Scaleway, GitLab) was asked to create, secrets as the engine marked them, is plan's
+    input document."""
     plan = _plan_resources(deployed)
     created = {r["urn"]: displayable(r["inputs"]) for r in deployed.up_records if r["method"] == "Create"}
     assert not [r for r in deployed.up_records if r["method"] == "Create" and r["preview"]]
-    custom = {urn for urn, r in plan.items() if r["custom"] and not r["type"].startswith("pulumi:providers:")}
-    assert set(created) == custom
-    assert created == {urn: plan[urn]["inputs"] for urn in custom}
+    doubled = {
+        urn
+        for urn, r in plan.items()
+        if r["custom"] and not r["type"].startswith(("pulumi:providers:", KUBERNETES_TYPES))
+    }
+    assert set(created) == doubled
+    assert created == {urn: plan[urn]["inputs"] for urn in doubled}
+
+
+KUBERNETES_TYPES = "kubernetes:"
+
+
+def _kubernetes_resources(deployed: Deployment) -> list[dict[str, Any]]:
+    state = deployed.exported.json()["deployment"]["resources"]
+    return [r for r in state if r["type"].startswith(KUBERNETES_TYPES)]
+
+
+def _plural(plane: ControlPlane, api_version: str, kind: str) -> tuple[str, bool]:
+    """The API server's resource name of `kind` and whether it is namespaced (its discovery document)."""
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    (resource,) = [r for r in plane.get(base)["resources"] if r["kind"] == kind and "/" not in r["name"]]
+    return f"{base}/{{namespace}}{resource['name']}", bool(resource["namespaced"])
+
+
+def test_every_kubernetes_object_is_the_api_servers(deployed: Deployment) -> None:
+    """Each Kubernetes resource the engine holds is an object the API server accepted and still serves, the
+    same object (its uid); plan registers exactly these."""
+    plan = _plan_resources(deployed)
+    resources = [r for r in _kubernetes_resources(deployed) if r["type"] != "kubernetes:helm.sh/v3:Release"]
+    assert {r["urn"] for r in _kubernetes_resources(deployed)} == {
+        urn for urn, r in plan.items() if r["type"].startswith(KUBERNETES_TYPES)
+    }
+    missing = {}
+    for resource in resources:
+        outputs = resource["outputs"]
+        template, namespaced = _plural(deployed.plane, outputs["apiVersion"], outputs["kind"])
+        namespace = f"namespaces/{outputs['metadata']['namespace']}/" if namespaced else ""
+        path = f"{template.format(namespace=namespace)}/{outputs['metadata']['name']}"
+        live = deployed.plane.request("GET", path)
+        if live.status_code != 200 or live.json()["metadata"]["uid"] != outputs["metadata"]["uid"]:
+            missing[resource["urn"]] = f"{path}: {live.status_code}"
+    assert missing == {}
+    assert len(resources) >= 15, "the dev stack's namespaces, policies, secrets, wait Job, ConfigMap and patch"
+
+
+def test_each_runner_release_is_installed_from_the_chart_repository(deployed: Deployment) -> None:
+    releases = [r for r in _kubernetes_resources(deployed) if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    assert len(releases) == 2
+    for release in releases:
+        status = release["outputs"]["status"]
+        assert (status["status"], status["chart"], status["version"]) == ("deployed", "gitlab-runner", "0.86.0")
+        assert release["inputs"]["repositoryOpts"]["repo"].startswith("http://127.0.0.1:")
+        namespace, name = status["namespace"], status["name"]
+        deployment = deployed.plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
+        assert deployment["metadata"]["labels"]["chart"] == "gitlab-runner-0.86.0"
+        helm = deployed.plane.get(f"/api/v1/namespaces/{namespace}/secrets/sh.helm.release.v1.{name}.v1")
+        assert helm["type"] == "helm.sh/release.v1"
 
 
 def test_the_providers_are_configured_with_the_stack_config_and_never_see_a_secret_in_clear(
@@ -175,9 +231,11 @@ def test_the_providers_are_configured_with_the_stack_config_and_never_see_a_secr
     gitlab = next(r for (p, _), r in configured.items() if p == "gitlab")
     assert gitlab["args"]["baseUrl"] == "https://gitlab.com/api/v4/"
     assert gitlab["args"]["token"] == "[secret]"
-    kubernetes = [r for (p, _), r in configured.items() if p == "kubernetes"]
-    assert kubernetes and all(r["args"]["kubeconfig"] == "[secret]" for r in kubernetes)
     assert all(r["accept_secrets"] for r in configured.values())
+    # Pulumi's Kubernetes provider gets the cluster's kubeconfig as a secret input (what the state holds of it).
+    state = deployed.exported.json()["deployment"]["resources"]
+    kubernetes = [r for r in state if r["type"] == "pulumi:providers:kubernetes"]
+    assert kubernetes and all(r["inputs"]["kubeconfig"].get("4dabf18193072939515e22adb298388d") for r in kubernetes)
 
 
 def test_plugin_versions_are_the_ones_the_sdk_packages_ask_for(deployed: Deployment) -> None:
@@ -202,7 +260,10 @@ def test_up_creates_everything_and_nothing_is_downloaded(deployed: Deployment) -
 
 
 def test_no_perpetual_diff(deployed: Deployment) -> None:
+    """Server defaults, field managers and Helm's rendering included: the real provider's second preview and
+    its refresh find nothing to change."""
     assert deployed.preview_again.returncode == 0, deployed.preview_again
+    assert deployed.refresh.returncode == 0, deployed.refresh
     unchanged = len(deployed.plan["resources"]) + 1  # every resource plan registers, and the stack
     assert f"{unchanged} unchanged" in deployed.preview_again.stdout
     assert deployed.up_again.returncode == 0, deployed.up_again
@@ -225,10 +286,10 @@ def _everything_written(project: EngineProject) -> dict[str, str]:
     return written
 
 
-def _provider_secrets(project: EngineProject) -> list[str]:
+def _provider_secrets(project: EngineProject, plane: ControlPlane) -> list[str]:
     """Secrets the doubles computed (what a provider returns and the SDK marks secret): runner tokens, the
-    kubeconfig and its admin token, as the state holds them once decrypted. (The command that shows them is not
-    in the project's transcript.)"""
+    kubeconfig (the test cluster's) and its admin token, as the state holds them once decrypted. (The command
+    that shows them is not in the project's transcript.)"""
     shown = project.pulumi("stack", "export", "--show-secrets").json()
     project.transcript.pop()
     found = []
@@ -239,9 +300,7 @@ def _provider_secrets(project: EngineProject) -> list[str]:
         if resource["type"] == "scaleway:kubernetes/cluster:Cluster":
             kubeconfig = _plain(outputs["kubeconfigs"])[0]
             found += [kubeconfig["configFile"], kubeconfig["token"]]
-    assert found and all(
-        s.startswith((MOCK_RUNNER_TOKEN_PREFIX, MOCK_KUBECONFIG_PREFIX, "mock-admin-token-")) for s in found
-    )
+    assert found and all(s.startswith(MOCK_RUNNER_TOKEN_PREFIX) or plane.admin_token in s for s in found)
     return found
 
 
@@ -258,7 +317,7 @@ def _leaks(project: EngineProject, secrets: list[str]) -> dict[str, str]:
 
 
 def test_no_secret_in_the_clear(deployed: Deployment) -> None:
-    assert _leaks(deployed.project, [*SECRETS.values(), *_provider_secrets(deployed.project)]) == {}
+    assert _leaks(deployed.project, [*SECRETS.values(), *_provider_secrets(deployed.project, deployed.plane)]) == {}
     assert json.loads(deployed.outputs.stdout)["kubeconfig"] == "[secret]"
 
 
@@ -272,7 +331,13 @@ EVERY_SECRET = {
 
 
 def test_no_secret_the_spec_can_name_is_in_the_clear(tmp_path: Path) -> None:
-    project = EngineProject(tmp_path)
+    """On a test cluster of its own: the cache's Secret and the secret CI variable are what the shared stack
+    does not deploy."""
+    with fresh_test_cluster(tmp_path / "cluster") as cluster:
+        _every_secret_deployed(EngineProject(tmp_path / "engine", cluster=cluster), cluster.plane)
+
+
+def _every_secret_deployed(project: EngineProject, plane: ControlPlane) -> None:
     platform = load_stack_config("dev", path=project.stack_file()).get("platform")
     platform["runner"]["cache"] = {"bucket": "gpu-ci-runner-cache"}
     platform["ci"]["variables"] = {"WANDB_API_KEY": {"secret": "wandb_api_key"}}
@@ -284,7 +349,7 @@ def test_no_secret_the_spec_can_name_is_in_the_clear(tmp_path: Path) -> None:
     project.pulumi("stack", "output", "--json")
     variables = [r for r in project.records("Create") if r["type"] == "gitlab:index/projectVariable:ProjectVariable"]
     assert {r["inputs"]["key"]: r["inputs"]["value"] for r in variables}["WANDB_API_KEY"] == "[secret]"
-    assert _leaks(project, [*EVERY_SECRET.values(), *_provider_secrets(project)]) == {}
+    assert _leaks(project, [*EVERY_SECRET.values(), *_provider_secrets(project, plane)]) == {}
 
 
 def test_the_state_is_the_one_stack_export_shows(deployed: Deployment) -> None:
@@ -308,3 +373,34 @@ def test_the_program_receives_the_config_pulumi_config_shows(deployed: Deploymen
     assert json.loads(run["config"]["gpu-ci:platform"]) == load_stack_config(
         "dev", path=deployed.project.stack_file()
     ).get("platform")
+
+
+def test_the_first_up_converges_with_the_operator_installed_only_by_the_gpu_pools(deployed: Deployment) -> None:
+    """Kapsule installs the GPU operator when a GPU pool is created, not with the cluster: the one `up` meets its
+    ClusterPolicy only then, and the program's patch lands on the chart's object (Helm's, then gpu-ci's fields)."""
+    assert deployed.up.returncode == 0, deployed.up
+    events = [r for r in deployed.up_records if r["method"] == "Kapsule"]
+    assert events[0]["event"] == "cluster" and "ciliumnetworkpolicies.cilium.io" in events[0]["installed"]
+    installed = {e["pool"]: e["installed"] for e in events if e["event"] == "pool"}
+    assert set(installed) == {"system", "ci-compile", "ci-training"}
+    (by,) = [pool for pool, names in installed.items() if names]  # one GPU pool's creation installed it
+    assert by in {"ci-compile", "ci-training"}
+    assert {"clusterpolicies.nvidia.com", "cluster-policy"} <= set(installed[by])
+    policy = deployed.plane.get("/apis/nvidia.com/v1/clusterpolicies/cluster-policy")
+    managers = {m["manager"] for m in policy["metadata"]["managedFields"]}
+    assert {"helm", PATCH_FIELD_MANAGER} <= managers
+    assert policy["spec"]["devicePlugin"]["config"]["name"] == "gpu-ci-device-plugin-config"
+    assert policy["spec"]["driver"]["enabled"] is True  # the chart's defaults are still there
+
+
+def test_each_pool_has_its_kwok_nodes_with_the_catalogs_capacity_and_its_sharing_replicas(
+    deployed: Deployment,
+) -> None:
+    nodes = {n["metadata"]["name"]: n for n in deployed.plane.get("/api/v1/nodes")["items"]}
+    pools = {n["metadata"]["labels"]["k8s.scaleway.com/pool-name"]: n for n in nodes.values()}
+    assert set(pools) == {"system", "ci-compile", "ci-training"}
+    gpus = {pool: n["status"]["allocatable"].get("nvidia.com/gpu") for pool, n in pools.items()}
+    assert gpus == {"system": None, "ci-compile": "2", "ci-training": "4"}  # time-slicing x2 and x4
+    training = pools["ci-training"]
+    assert training["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "l40s-1-48g"
+    assert {(t["key"], t["effect"]) for t in training["spec"]["taints"]} >= {("nvidia.com/gpu", "NoSchedule")}

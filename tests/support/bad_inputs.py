@@ -469,6 +469,12 @@ RUNNER_CI_CASES = [
         set_("runner", "chart_verison", value="0.86.0"),
         "platform.runner.chart_verison='0.86.0': unknown key; did you mean chart_version?",
     ),
+    Bad(
+        "chart-repository-plain-http",
+        set_("runner", "chart_repository", value="http://charts.example.com"),
+        "platform.runner.chart_repository='http://charts.example.com': not a chart repository URL like "
+        "https://charts.gitlab.io (http only on 127.0.0.1)",
+    ),
 ]
 
 

@@ -52,7 +52,7 @@ GPU_OPERATOR_CHART = SHARE / "gpu-operator" / "chart"
 CLUSTER_POLICY_CRD = GPU_OPERATOR_CHART / "crds" / "nvidia.com_clusterpolicies.yaml"
 CILIUM_CRDS = SHARE / "cilium" / "crds" / "v2"
 KUBERNETES_PROVIDER = ENGINE / "providers" / "pulumi-resource-kubernetes"
-"""Pulumi's own Kubernetes provider (v4.25.0), kept off the engine tests' PATH, where it would shadow the double."""
+"""Pulumi's own Kubernetes provider (v4.25.0): on a project's PATH when it deploys to a test cluster."""
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 """In the order they start; they stop in the reverse one."""
 

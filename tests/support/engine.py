@@ -18,18 +18,25 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from support.day import SUITE_DAY_ENV
 from support.paths import ROOT
 
+if TYPE_CHECKING:
+    from support.cluster import ControlPlane
+
 ENGINE_BIN = ROOT / ".engine" / "bin"
 PULUMI = ENGINE_BIN / "pulumi"
 DOUBLES = ROOT / "tests" / "support" / "doubles"
 PROVIDERS = ("scaleway", "kubernetes", "gitlab")
-"""The packages the program uses, each served by a double (tests/support/doubles/provider.py)."""
+"""The packages the program uses: each served by a double (tests/support/doubles/provider.py), but for
+kubernetes on a test cluster, which Pulumi's own provider serves (`EngineProject(cluster=...)`)."""
+KUBERNETES_PROVIDER = ROOT / ".engine" / "providers" / "pulumi-resource-kubernetes"
+"""Pulumi's Kubernetes provider (v4.25.0, scripts/engine/build; support.cluster.KUBERNETES_PROVIDER), on a
+project's PATH when it has a cluster."""
 
 NOT_BUILT = "the real Pulumi engine is not built here (scripts/engine/build, needs Go): tests/engine skipped"
 PASSPHRASE = "engine-tests-passphrase"
@@ -82,11 +89,30 @@ def copy_program(source: Path, dest: Path, files: Iterable[str] = PROGRAM_FILES)
             shutil.copy2(path, dest / name)
 
 
-class EngineProject:
-    """A project copy in `workdir/project` with its own backend, Pulumi home and doubles' records."""
+@dataclass(frozen=True)
+class TestCluster:
+    """What a project deploys its Kubernetes half to: the control plane (its admin kubeconfig is what the
+    Scaleway double's cluster returns), the chart repository the runner chart is installed from, and the GPU
+    operator's objects as its chart renders them (the Kapsule double installs them with the first GPU pool)."""
 
-    def __init__(self, workdir: Path, source: Path = ROOT, *, stack: str = "dev") -> None:
+    plane: ControlPlane
+    chart_repository: str
+    gpu_operator: Path
+
+
+class EngineProject:
+    """A project copy in `workdir/project` with its own backend, Pulumi home and doubles' records.
+
+    With `cluster`, the Kubernetes half is real: Pulumi's Kubernetes provider (not the double) is on PATH, the
+    Scaleway double's cluster is `cluster.plane` (its kubeconfig, through `GPU_CI_TEST_KUBECONFIG`) and does
+    Kapsule's part there (tests/support/doubles/kapsule.py), and every platform the project's stack file gets
+    installs the runner chart from `cluster.chart_repository` (`platform.runner.chart_repository`)."""
+
+    def __init__(
+        self, workdir: Path, source: Path = ROOT, *, stack: str = "dev", cluster: TestCluster | None = None
+    ) -> None:
         self.workdir = workdir
+        self.cluster = cluster
         self.project = workdir / "project"
         self.state = workdir / "state"
         self.records_dir = workdir / "records"
@@ -101,11 +127,18 @@ class EngineProject:
         (self.project / "policy" / "venv").symlink_to(Path(sys.prefix), target_is_directory=True)
         self._write_doubles()
         self._write_analyzer_launcher()
+        if cluster is not None:
+            self.set_platform(
+                yaml.safe_load(self.stack_file().read_text(encoding="utf-8"))["config"]["gpu-ci:platform"]
+            )
 
     def _write_doubles(self) -> None:
         """`pulumi-resource-<package>` on PATH: a launcher of the double with this interpreter."""
         for package in PROVIDERS:
             launcher = self.workdir / "bin" / f"pulumi-resource-{package}"
+            if package == "kubernetes" and self.cluster is not None:
+                launcher.symlink_to(KUBERNETES_PROVIDER)
+                continue
             launcher.write_text(
                 f'#!/bin/sh\nexec "{sys.executable}" "{DOUBLES / "provider.py"}" {package} "$@"\n', encoding="utf-8"
             )
@@ -147,6 +180,17 @@ class EngineProject:
             "GPU_CI_HOST_RECORDS": str(self.records_dir),
             "PYTHONDONTWRITEBYTECODE": "1",
             **SUITE_DAY_ENV,  # the program checks versions against the suite's day (support/day.py)
+            **self._cluster_env(),
+        }
+
+    def _cluster_env(self) -> dict[str, str]:
+        """What the Scaleway double's Kapsule part reads (tests/support/doubles/kapsule.py)."""
+        if self.cluster is None:
+            return {}
+        return {
+            "GPU_CI_TEST_KUBECONFIG": str(self.cluster.plane.kubeconfig_path),
+            "GPU_CI_TEST_GPU_OPERATOR": str(self.cluster.gpu_operator),
+            "GPU_CI_TEST_STACK_FILE": str(self.stack_file()),
         }
 
     def pulumi(
@@ -211,6 +255,9 @@ class EngineProject:
     def set_platform(self, platform: dict[str, Any]) -> None:
         """The stack file with another `gpu-ci:platform` (its other keys kept; its comments are not)."""
         document = yaml.safe_load(self.stack_file().read_text(encoding="utf-8"))
+        if self.cluster is not None:
+            runner = {**platform.get("runner", {}), "chart_repository": self.cluster.chart_repository}
+            platform = {**platform, "runner": runner}
         document["config"]["gpu-ci:platform"] = platform
         self.stack_file().write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 

@@ -15,6 +15,9 @@ definition for both:
   state's); Read returns the state it is given; Delete forgets;
 - Invoke answers the mocks' data sources and refuses any other token.
 
+With `$GPU_CI_TEST_KUBECONFIG` set, the Scaleway double's cluster is that API server's (its kubeconfig is the
+cluster's output) and it does Kapsule's part in it when a cluster or pool is created (kapsule.py).
+
 Each call is recorded as one JSON line in `$GPU_CI_DOUBLES_RECORDS/<package>-<pid>.jsonl`, secrets as the
 engine marks them (`[secret]`, never the value): CheckConfig, which the engine sends with secrets stripped,
 is recorded by its keys only, and Configure by its marked `args`.
@@ -39,7 +42,11 @@ from pulumi.runtime import mocks as pulumi_mocks  # noqa: E402
 from pulumi.runtime import rpc  # noqa: E402
 from pulumi.runtime.proto import plugin_pb2, provider_pb2, provider_pb2_grpc  # noqa: E402
 
+from infra.cloud.names import T  # noqa: E402
 from infra.offline.mocks import INVOKES, RESOURCE_TYPES, RecordingMocks  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests"))  # Kapsule's part, beside this file
+from support.doubles import kapsule  # noqa: E402
 
 PACKAGES = {
     "scaleway": "pulumiverse_scaleway",
@@ -184,7 +191,17 @@ class ProviderDouble(provider_pb2_grpc.ResourceProviderServicer):
         if request.preview:  # what the cloud computes is not known before it is created
             computed = {k: rpc.UNKNOWN for k in outputs if k not in inputs}
             return provider_pb2.CreateResponse(id="", properties=to_struct({**inputs, **computed}))
+        if self.package == "scaleway" and kapsule.enabled():
+            outputs = self._kapsule(type_token, inputs, outputs)
         return provider_pb2.CreateResponse(id=resource_id, properties=to_struct(outputs))
+
+    def _kapsule(self, type_token: str, inputs: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+        """What Kapsule does to the test cluster when a cluster or a pool is created (kapsule.py)."""
+        if type_token == T.CLUSTER:
+            kapsule.cluster_created(self.record)
+        elif type_token == T.POOL:
+            kapsule.pool_created(inputs, self.record)
+        return outputs
 
     def Update(self, request: Any, context: Any) -> Any:  # noqa: N802
         news = to_dict(request.news)
@@ -228,6 +245,8 @@ class ProviderDouble(provider_pb2_grpc.ResourceProviderServicer):
         """The mocks' id and outputs for this resource (inputs echoed, plus what the provider computes)."""
         args = pulumi_mocks.MockResourceArgs(_type(urn), _name(urn), inputs, None, resource_id or None, True)
         new_id, outputs = self.mocks.new_resource(args)
+        if self.package == "scaleway" and kapsule.enabled() and _type(urn) == T.CLUSTER:
+            outputs = kapsule.cluster_outputs(outputs)  # the test cluster's kubeconfig, whichever call computes it
         return str(new_id), outputs
 
 
