@@ -421,6 +421,5 @@ def test_the_simulation_places_preempts_and_fills_nodes_as_the_real_scheduler(sc
     for run in scenario.values():
         real = [(step.node is not None, step.nodes, step.preempted) for step in run.real]
         model = [(step.node is not None, step.nodes, step.preempted) for step in run.simulated]
-        print(run.pool, real, model, [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in run.jobs])
         assert real == model, run.pool
         assert len(real) > NODES * 2  # the scenario reached the preemptions and the wait
