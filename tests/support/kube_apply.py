@@ -1,0 +1,178 @@
+"""The platform's Kubernetes objects applied to the test cluster as the program would send them, for the
+engine tests' checks of Pod Security, RBAC and the scheduler (tests/engine/test_cluster_checks.py).
+
+The objects are the `kubernetes:` resources of a plan document (`plan --json`): each one's inputs are the
+object the Kubernetes provider sends (apiVersion, kind, metadata, spec, rules...), created here by a plain POST
+as the admin. Three kinds are not plain objects and are stood in for or left out, saying so:
+- `helm.sh/v3:Release` (a gitlab-runner release): what its chart makes of its values for RBAC, the
+  ServiceAccount, the Role and the RoleBinding, rendered here as the chart's templates do (gitlab-runner
+  0.86.0, `templates/service-account.yaml`, `role.yaml`, `role-binding.yaml`: every one named after the
+  release, which starts with the chart's name, in the release's namespace; a rule's missing `apiGroups` is
+  `[""]`, missing `resources` and `verbs` are `["*"]`, and no rule at all is `*` on the core group). The
+  manager's Deployment is not: its pod is the chart's, not the platform's design, and its config is read
+  from the values instead (`runner_config`).
+- `nvidia.com/v1:ClusterPolicyPatch`: a patch of an object the GPU operator owns, not an object of its own.
+- `cilium.io/v2:*`: Cilium's CRDs are not installed by this applier; a NetworkPolicy is not enforced by the
+  test cluster anyway (no CNI), so none of these checks depends on them.
+- a Secret whose data the plan redacts (`[secret]`: the plan never shows a secret): created with a stand-in
+  value (`{}` for a `.dockerconfigjson`), so what refers to it by name finds it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from support.cluster import ControlPlane, ControlPlaneError
+
+PREFIX = "kubernetes:"
+LEFT_OUT = ("nvidia.com/v1:ClusterPolicyPatch", "cilium.io/v2:")
+"""Types the applier does not create (see the module's docstring)."""
+RELEASE = "helm.sh/v3:Release"
+REDACTED = "[secret]"
+"""What the plan shows for a secret input."""
+DOCKER_CONFIG_TYPE = "kubernetes.io/dockerconfigjson"
+DOCKER_CONFIG = ".dockerconfigjson"
+CHART = "gitlab-runner"
+ORDER = ("Namespace", "PriorityClass", "ServiceAccount", "ClusterRole", "Role")
+"""What is created first (a namespaced object needs its namespace; a pod, its ServiceAccount and priority
+class); the rest keep the plan's order."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """A gitlab-runner release of the plan: its name, namespace and values."""
+
+    name: str
+    namespace: str
+    values: Mapping[str, Any]
+
+    @property
+    def fullname(self) -> str:
+        """The chart's `gitlab-runner.fullname`: the release's name when it starts with the chart's."""
+        return self.name if self.name.startswith(CHART) else f"{self.name}-{CHART}"
+
+    @property
+    def service_account(self) -> str:
+        return self.fullname
+
+    @property
+    def rules(self) -> list[dict[str, Any]]:
+        """The Role's rules as the chart's role.yaml renders them."""
+        rules = self.values.get("rbac", {}).get("rules") or []
+        if not rules:
+            return [{"apiGroups": [""], "resources": ["*"], "verbs": ["*"]}]
+        return [
+            {
+                "apiGroups": rule.get("apiGroups") or [""],
+                "resources": rule.get("resources") or ["*"],
+                "verbs": rule.get("verbs") or ["*"],
+            }
+            for rule in rules
+        ]
+
+    def runner_config(self) -> dict[str, Any]:
+        """The config.toml template the release's manager registers with (`runners.config`)."""
+        return tomllib.loads(self.values["runners"]["config"])
+
+    def objects(self) -> list[dict[str, Any]]:
+        """The chart's ServiceAccount, Role and RoleBinding for these values (`rbac.create`, not cluster-wide)."""
+        if not self.values.get("rbac", {}).get("create") or self.values["rbac"].get("clusterWideAccess"):
+            raise ValueError(f"release {self.name}: only a namespaced Role is rendered here")
+        meta = {"name": self.fullname, "namespace": self.namespace, "labels": {"app": self.fullname}}
+        return [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": self.rules},
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": meta,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": self.fullname},
+                "subjects": [{"kind": "ServiceAccount", "name": self.service_account, "namespace": self.namespace}],
+            },
+        ]
+
+
+def releases(plan: Mapping[str, Any]) -> list[Release]:
+    """The plan's gitlab-runner releases."""
+    return [
+        Release(r["inputs"]["name"], r["inputs"]["namespace"], r["inputs"]["values"])
+        for r in plan["resources"]
+        if r["type"] == PREFIX + RELEASE
+    ]
+
+
+def objects(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Kubernetes objects the plan's resources are, in the order they can be created."""
+    found: list[dict[str, Any]] = []
+    for resource in plan["resources"]:
+        kind = resource["type"]
+        if not kind.startswith(PREFIX) or kind.startswith("pulumi:"):
+            continue
+        token = kind.removeprefix(PREFIX)
+        if token == RELEASE or token.startswith(LEFT_OUT):
+            continue
+        body = dict(resource["inputs"])
+        if body.get("stringData") == REDACTED:
+            body["stringData"] = {DOCKER_CONFIG: "{}"} if body.get("type") == DOCKER_CONFIG_TYPE else {}
+        if body.get("kind") != token.rsplit(":", 1)[1]:
+            raise ValueError(f"{resource['urn']}: inputs of kind {body.get('kind')!r}, type {kind}")
+        found.append(body)
+    for release in releases(plan):
+        found += release.objects()
+    rank = {kind: index for index, kind in enumerate(ORDER)}
+    return sorted(found, key=lambda body: rank.get(body["kind"], len(ORDER)))
+
+
+def of_kind(plan: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [body for body in objects(plan) if body["kind"] == kind]
+
+
+class Applier:
+    """Creates objects on a control plane by the API server's own discovery of their resource paths."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    def path(self, api_version: str, kind: str, namespace: str | None = None, name: str | None = None) -> str:
+        """The URL path of `kind`'s collection (or of the object `name`), namespaced when the kind is."""
+        plural, namespaced = self._discover(api_version)[kind]
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        where = f"/namespaces/{namespace}" if namespaced and namespace else ""
+        return f"{base}{where}/{plural}" + (f"/{name}" if name else "")
+
+    def object_path(self, body: Mapping[str, Any]) -> str:
+        meta = body["metadata"]
+        return self.path(body["apiVersion"], body["kind"], meta.get("namespace"), meta["name"])
+
+    def create(self, body: Mapping[str, Any], *, dry_run: bool = False) -> Any:
+        """POSTs `body`; returns the API server's answer (any status)."""
+        meta = body["metadata"]
+        path = self.path(body["apiVersion"], body["kind"], meta.get("namespace"))
+        return self.plane.request("POST", path + ("?dryRun=All" if dry_run else ""), dict(body))
+
+    def apply(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """Creates each object (one that exists is left as it is); a refusal is one line naming the object.
+        Each namespace is ready for pods (its `default` ServiceAccount made) before the next object."""
+        for body in bodies:
+            response = self.create(body)
+            if response.status_code not in (201, 409):
+                meta = body["metadata"]
+                where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
+                raise ControlPlaneError(
+                    f"{body['kind']} {where}{meta['name']}: {response.status_code} {response.text.strip()[:300]}"
+                )
+            if body["kind"] == "Namespace":
+                self.plane.wait_for_service_account(body["metadata"]["name"])
+
+    def _discover(self, api_version: str) -> dict[str, tuple[str, bool]]:
+        if api_version not in self._resources:
+            base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            listed = self.plane.get(base)["resources"]
+            self._resources[api_version] = {
+                r["kind"]: (r["name"], r["namespaced"]) for r in listed if "/" not in r["name"]
+            }
+        return self._resources[api_version]
