@@ -119,7 +119,7 @@ class Cluster:
                 pool.pending.popleft()
                 self._start(job, pool, node, now)
                 bound = True
-            while pool.pending_placeholders > 0 and (node := pool.least_allocated(placeholder=True)) is not None:
+            while pool.warm_target > pool.placed and (node := pool.least_allocated(placeholder=True)) is not None:
                 node.placeholder = True
                 pool.placed += 1
                 node.empty_since = None  # not empty: a scale-down due is void
@@ -128,7 +128,8 @@ class Cluster:
 
     def _start(self, job: JobState, pool: PoolState, node: NodeState, now: int) -> None:
         pool.pending_count -= 1
-        gpu = min(range(len(node.gpus)), key=lambda i: (len(node.gpus[i]), i))
+        gpus = node.gpus
+        gpu = 0 if len(gpus) == 1 else min(range(len(gpus)), key=lambda i: (len(gpus[i]), i))
         job.state, job.started, job.node, job.gpu = "running", now, node, gpu
         job.remaining, job.since = job.work * job.scale, now
         node.empty_since = None
@@ -193,16 +194,18 @@ class Cluster:
                 pool.placed -= 1
                 self._maybe_idle(node, now)
 
-    def scale_down(self, node: NodeState, version: int, now: int) -> None:
-        """A node's scale-down is due: removed if still empty and nothing of its pool is Pending."""
+    def scale_down(self, node: NodeState, version: int, now: int) -> bool:
+        """A node's scale-down is due: removed if still empty and nothing of its pool is Pending. False when it
+        was void (the node was used or removed since) and changed nothing."""
         if node.version != version or node.removed is not None or node.used != 0 or node.placeholder:
-            return
+            return False
         if node.pool.pending_count:  # a Pending pod is bound to it at this instant: look again after
             node.empty_since = None
             self.recheck.append(node)
         else:
             node.removed = now
             node.pool.live.remove(node)
+        return True
 
     def autoscale(self, now: int) -> None:
         """New nodes for the Pending pods that booting nodes will not hold, as the autoscaler's template node
@@ -210,7 +213,7 @@ class Cluster:
         scale-down left for later are looked at again."""
         for pool in self.pools.values():
             live = pool.live
-            waiting = pool.pending_placeholders
+            waiting = pool.warm_target - pool.placed  # the Pending placeholders (`pending_placeholders`)
             if (not pool.pending_count and waiting <= 0) or pool.in_stockout(now):
                 continue
             template = pool.spec.template

@@ -51,7 +51,7 @@ from infra.sim.cluster import Cluster
 from infra.sim.gitlab import GitlabQueue
 from infra.sim.results import JobResult, SimResult
 from infra.sim.runners import ManagerState, RunnerState
-from infra.sim.scenario import MS_PER_MINUTE, Scenario, Upgrade, check_scenario, to_ms
+from infra.sim.scenario import MS_PER_MINUTE, Scenario, Upgrade, checked_job_times, to_ms
 from infra.sim.schedule import (
     CREATED,
     DROP,
@@ -71,8 +71,7 @@ from infra.sim.state import JobState, NodeState, PoolState
 
 def simulate(scenario: Scenario) -> SimResult:
     """Run the scenario to its end (every job ended, every scaled node removed); see the module docstring."""
-    check_scenario(scenario)
-    simulation = _Simulation(scenario)
+    simulation = _Simulation(scenario, checked_job_times(scenario))
     simulation.run()
     return simulation.result()
 
@@ -84,18 +83,19 @@ Dispatched = tuple[list[JobState], dict[str, PoolState]]
 def simulate_states(scenario: Scenario) -> Dispatched:
     """`simulate` without its `SimResult`: every attempt's record (whole milliseconds) in id order and each pool's
     state at the end, for a caller that reads a few figures of many runs (`infra.sim.pool_runs`)."""
-    check_scenario(scenario)
-    simulation = _Simulation(scenario)
+    simulation = _Simulation(scenario, checked_job_times(scenario))
     simulation.run()
     return sorted(simulation.jobs.values(), key=lambda j: j.spec.id), simulation.cluster.pools
 
 
 class _Simulation:
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, times: list[tuple[int, int]]) -> None:
+        """`times`: each job's run time and creation in milliseconds, in `scenario.jobs` order (as
+        `checked_job_times` found them)."""
         self.restart = to_ms("manager_restart_minutes", scenario.manager_restart_minutes)
         self.jobs = {
-            j.id: JobState(j, to_ms("minutes", j.minutes), j.exact_utilization, to_ms("created", j.created_minute))
-            for j in scenario.jobs
+            j.id: JobState(j, work, j.exact_utilization, created)
+            for j, (work, created) in zip(scenario.jobs, times, strict=True)
         }
         # jobs alike share `JobState.rates`: by the utilization as given (a float's hash is C's, a Fraction's Python's)
         tables: dict[tuple[object, str], dict[int, tuple[int, int]]] = {}
@@ -140,6 +140,7 @@ class _Simulation:
         budget, handled = schedule.budget, schedule.handled
         while heap:
             now = heap[0][0]
+            changed = False
             while heap and heap[0][0] == now:
                 _, kind, _, payload = heappop(heap)
                 handled += 1
@@ -151,38 +152,47 @@ class _Simulation:
                     job, version = payload  # type: ignore[misc]
                     if job.state == "running" and job.version == version:
                         end(job, now, None, None)
-                else:
-                    handle(now, kind, payload)
+                        changed = True
+                elif handle(now, kind, payload):
+                    changed = True
             # the instant settles: the scheduler binds and the runners take jobs until neither can, then the
-            # autoscaler looks
-            while bind(now) | dispatch(now):
-                pass
-            autoscale(now)
+            # autoscaler looks. Where every event of the instant was void (a stale finish, a deadline of a job
+            # gone on, a scale-down made void), nothing the settling reads has moved since the last instant
+            # settled (it reads no clock: a stock-out's end is an event of its own), so it would change nothing:
+            # most of a run's instants are such deadlines.
+            if changed:
+                while bind(now) | dispatch(now):
+                    pass
+                autoscale(now)
         schedule.handled = handled
 
-    def _handle(self, now: int, kind: int, payload: object) -> None:  # noqa: PLR0912 - one branch per event kind
-        # the kinds but FINISH (`run`), in the order they are most often due
+    def _handle(self, now: int, kind: int, payload: object) -> bool:  # noqa: PLR0912 - one branch per kind
+        """Handle one event of a kind but FINISH (`run`), in the order they are most often due; False when it was
+        void and changed nothing (a deadline of a job gone on, a stale scale-down)."""
         if kind == CREATED:
             assert isinstance(payload, JobState)
             at, cause = self.queue.enqueue(payload, now)
             self.schedule.push(at, DROP, (payload, cause))
         elif kind == POLL_DEADLINE:
             assert isinstance(payload, JobState)
-            if payload.state == "pending":
-                self._end(payload, now, "runner_system_failure", "poll_timeout")
+            if payload.state != "pending":
+                return False
+            self._end(payload, now, "runner_system_failure", "poll_timeout")
         elif kind == JOB_DEADLINE:
             assert isinstance(payload, JobState)
-            if payload.state in ("pending", "running"):
-                self._end(payload, now, "job_execution_timeout", "job_timeout")
+            if payload.state not in ("pending", "running"):
+                return False
+            self._end(payload, now, "job_execution_timeout", "job_timeout")
         elif kind == DROP:
             assert isinstance(payload, tuple)
             job, cause = payload
-            if job.state == "queued":
-                self._end(job, now, "stuck_or_timeout_failure", cause)
+            if job.state != "queued":
+                return False
+            self._end(job, now, "stuck_or_timeout_failure", cause)
         elif kind == SCALE_DOWN:
             assert isinstance(payload, tuple)
             node, version = payload
-            self.cluster.scale_down(node, version, now)
+            return self.cluster.scale_down(node, version, now)
         elif kind == NODE_READY:
             assert isinstance(payload, NodeState)
             self.cluster.node_ready(payload, now)
@@ -200,6 +210,7 @@ class _Simulation:
         elif kind == MANAGER_START:
             assert isinstance(payload, RunnerState)
             payload.start_manager()
+        return True
 
     def _dispatch(self, now: int) -> bool:
         """Managers with a free slot take one job each in turn until none can take more."""

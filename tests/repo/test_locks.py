@@ -131,9 +131,11 @@ def _sources() -> Iterator[Path]:
 
 
 def _local_names() -> set[str]:
-    """Top-level names that are this repository's: its packages, the pack's `policies`, the tests' own modules."""
+    """Top-level names that are this repository's: its packages, the pack's `policies`, the tests' own modules,
+    the scripts' (a script imports its siblings: its folder is on sys.path)."""
     tests = {p.stem for p in (ROOT / "tests").rglob("*.py")} | {p.name for p in (ROOT / "tests").iterdir()}
-    return {"infra", "policy", "policies", "scripts", "__future__", *tests}
+    scripts = {p.stem for p in (ROOT / "scripts").glob("*.py")}
+    return {"infra", "policy", "policies", "scripts", "__future__", *tests, *scripts}
 
 
 def _third_party_imports() -> dict[str, set[str]]:
