@@ -37,7 +37,10 @@ from infra.model.platform import Platform, load_platform
 from infra.model.warm import week_spans
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config, stack_file
 from infra.render.text import format_eur, render_table
+from infra.render.weeks import blind_text
+from infra.sim.arrivals import week_jobs
 from infra.sim.binding import bindings
+from infra.sim.blind import blind_pools
 from infra.sim.combine import Combination
 from infra.sim.confirm import Confirmation
 from infra.sim.levers import Change, apply, dotted, duration_text
@@ -45,6 +48,7 @@ from infra.sim.platform_scenario import sim_pools
 from infra.sim.pool_runs import LATE_BOOT, VARIANTS
 from infra.sim.search import search
 from infra.sim.search_report import MAX_RUNS, SearchError, SearchReport
+from infra.sim.target_cost import TargetCost, bound_pools
 from infra.sim.week import simulate_week
 from infra.untrusted import printable
 
@@ -296,13 +300,21 @@ def _why(report: SearchReport, changed: Platform) -> str:
         warm_minutes += minutes
         warm_eur += minutes * pool.eur_per_hour / 60
     late = fastest + LATE_BOOT
+    blind = blind_pools(changed, bound_pools(changed, late_boot=LATE_BOOT), week_jobs(changed, week=0))
     return (
         f"Why not closer: a node boots in {float(fastest):g} min at the fastest ({float(late):g} with nodes 5 min "
         f"late) and the target is {float(report.target.minutes):g} min, so a merge-request job starts in time only on "
         f"a node already up. The bound starts {float(bound.boots_median):g} nodes a week just before the jobs that "
-        f"need them and keeps {float(bound.forced_median) / 60:.1f} node-hours up for them; a platform that cannot "
-        "see them coming keeps its slots up through the hours they may come: the recommendation's warm windows hold "
-        f"{float(warm_minutes) / 60:.1f} node-hours a week (EUR {format_eur(warm_eur)}/week)."
+        f"need them and keeps {float(bound.forced_median) / 60:.1f} node-hours up for them "
+        f"({_forced_by_pool(bound)}); a platform that cannot see them coming keeps its slots up through the hours "
+        f"they may come: the recommendation's warm windows hold {float(warm_minutes) / 60:.1f} node-hours a week "
+        f"(EUR {format_eur(warm_eur)}/week). " + (blind_text(blind) if blind and late > report.target.minutes else "")
+    )
+
+
+def _forced_by_pool(bound: TargetCost) -> str:
+    return "; ".join(
+        f"{name} {float(minutes) / 60:.1f} h, {float(boots):g} boots" for name, minutes, boots in bound.pool_forced()
     )
 
 

@@ -5,10 +5,13 @@ in the same words."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from fractions import Fraction
 
 from infra.render.text import WIDTH as TABLE_WIDTH
 from infra.render.text import format_eur, render_table
+from infra.sim.blind import BlindPool
+from infra.sim.target_cost import TargetCost
 from infra.sim.weeks import WeeksReport
 
 WIDTH = 118
@@ -72,9 +75,39 @@ def bound_line(report: WeeksReport) -> str | None:
         f"{spread}): no dispatch of these pools meets it for less, even knowing every arrival (docs/simulation.md). "
         f"This spec spends {_ratio(bound.ratio(report.mean_eur))} the bound and {verdict}. The target forces "
         f"{float(bound.boots_median):g} boots and {_hours(bound.forced_median)} node-hours up a week for merge-request "
-        f"jobs; every one of them within it: {format_eur(bound.strict_median)} EUR/week."
+        f"jobs ({_by_pool(bound)}); every one of them within it: {format_eur(bound.strict_median)} EUR/week."
     )
-    return textwrap.fill(text, WIDTH, break_on_hyphens=False) + "\n"
+    lines = [text]
+    if report.blind:
+        lines.append(blind_text(report.blind))
+    return "".join(textwrap.fill(line, WIDTH, break_on_hyphens=False) + "\n" for line in lines)
+
+
+def _by_pool(bound: TargetCost) -> str:
+    """`ci-compile 8.5 h, 13 boots; ci-training 20.9 h, 25 boots`: the forced figures per pool."""
+    return "; ".join(
+        f"{name} {_hours(minutes)} h, {float(boots):g} boots" for name, minutes, boots in bound.pool_forced()
+    )
+
+
+def blind_text(blind: Sequence[BlindPool]) -> str:
+    """A lone merge request's nodes held through its hours, per pool (`infra.sim.blind`), as one sentence."""
+    pools = "; ".join(
+        f"{b.pool.name} {b.nodes} ({b.pipeline_jobs} jobs, at most {b.pool.slots} a node) over "
+        f"{_hours(Fraction(b.window_minutes))} h = {_hours(Fraction(b.node_minutes))} node-hours, "
+        f"EUR {format_eur(b.eur)}"
+        for b in blind
+    )
+    total = sum((b.eur for b in blind), Fraction(0))
+    hours = sum(b.node_minutes for b in blind)
+    boot = min(b.pool.boot for b in blind)
+    return (
+        f"Where a boot takes longer than the target (here {float(boot):g} min at the fastest), the bound's boots "
+        "start before the jobs they serve are queued, which no autoscaler can do: a lone merge request then starts "
+        "in time only on nodes up before it comes, "
+        f"and holding them through the hours one may come is {pools} (together {_hours(Fraction(hours))} node-hours, "
+        f"EUR {format_eur(total)} a week; infra/sim/blind.py)."
+    )
 
 
 def _ratio(ratio: Fraction) -> str:

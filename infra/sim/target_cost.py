@@ -119,6 +119,8 @@ class TargetCost:
     """Each week's node-minutes the target forces up (boots, and nodes ready for merge-request jobs)."""
     boots: tuple[int, ...]
     """Each week's node starts the target forces."""
+    by_pool: tuple[tuple[str, tuple[Fraction, ...], tuple[int, ...]], ...] = ()
+    """Per pool: its name, each week's node-minutes the target forces up and its node starts."""
 
     @property
     def median(self) -> Fraction:
@@ -136,6 +138,13 @@ class TargetCost:
     @property
     def boots_median(self) -> Fraction:
         return median([Fraction(count) for count in self.boots])
+
+    def pool_forced(self) -> list[tuple[str, Fraction, Fraction]]:
+        """Per pool: node-minutes the target forces up and node starts, the weeks' medians."""
+        return [
+            (name, median(minutes), median([Fraction(count) for count in boots]))
+            for name, minutes, boots in self.by_pool
+        ]
 
     def ratio(self, eur_per_week: Fraction) -> Fraction:
         """A spec's EUR/week over the bound's median."""
@@ -163,4 +172,14 @@ def target_cost(floors: Sequence[WeekFloor]) -> TargetCost:
         strict=tuple(floor.strict_eur for floor in floors),
         forced_node_minutes=tuple(floor.forced_minutes for floor in floors),
         boots=tuple(floor.boots for floor in floors),
+        by_pool=tuple(
+            (
+                pool.pool.name,
+                tuple(floor.pool(pool.pool.name).forced_minutes for floor in floors),
+                tuple(floor.pool(pool.pool.name).boots for floor in floors),
+            )
+            for pool in floors[0].strict
+        )
+        if floors
+        else (),
     )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
 from infra.sim.arrivals import week_jobs
+from infra.sim.blind import BlindPool, blind_pools
 from infra.sim.engine import simulate
 from infra.sim.platform_scenario import scenario
 from infra.sim.target_bound import WeekFloor
@@ -76,6 +77,8 @@ class WeeksReport:
     """Jobs of either class lost for good, per week."""
     floors: tuple[WeekFloor, ...] = ()
     """Each week's bound on the target's price (none without a target or a merge-request job)."""
+    blind: tuple[BlindPool, ...] = ()
+    """Per pool, a lone merge request's nodes held through its hours (`infra.sim.blind`), from the first week."""
 
     @property
     def mean_eur(self) -> Fraction:
@@ -188,6 +191,7 @@ def simulate_weeks(
     failed: list[int] = []
     always_on = sum((p.eur_per_hour * 24 * 7 * p.min_size for p in platform.pools.values()), Fraction(0))
     floors: list[WeekFloor] = []
+    blind: tuple[BlindPool, ...] = ()
     pools = bound_pools(platform, late_boot=late_boot, cold_start_minutes=cold_start_minutes)
     for week in range(count):
         jobs = week_jobs(platform, week=week)
@@ -204,6 +208,7 @@ def simulate_weeks(
         failed.append(len(result.failed))
         if spec.slo.merge_request_wait_minutes is not None and any(j.job_class == "merge_request" for j in jobs):
             floors.append(week_bound(platform, jobs, pools, slower=slower))
+            blind = blind or blind_pools(platform, pools, jobs)
     target = spec.slo.merge_request_wait_minutes
     return WeeksReport(
         weeks=count,
@@ -213,6 +218,7 @@ def simulate_weeks(
         eur_per_week=tuple(eur),
         failed_by_week=tuple(failed),
         floors=tuple(floors),
+        blind=blind,
     )
 
 

@@ -27,11 +27,14 @@ from infra.__main__ import main
 from infra.model.platform import load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.text import format_eur
+from infra.sim.arrivals import week_jobs
+from infra.sim.blind import blind_pools
 from infra.sim.combine import Combination
 from infra.sim.levers import apply
-from infra.sim.pool_runs import VARIANTS
+from infra.sim.pool_runs import LATE_BOOT, VARIANTS
 from infra.sim.search import search
 from infra.sim.search_report import MAX_RUNS, SearchError, SearchReport
+from infra.sim.target_cost import bound_pools
 from infra.sim.week import simulate_week
 from infra.sim.weeks import simulate_weeks
 
@@ -358,6 +361,12 @@ def test_the_dev_recommendation_written_makes_plan_meet_the_target(
         f"{format_eur(chosen.eur_per_week)}/week on the first week" in text and f"{float(ratio):.2f}x the bound" in text
     )
     assert "Why not closer: a node boots in 15 min at the fastest (20 with nodes 5 min late)" in text
+    for name, minutes, boots in bound.pool_forced():  # the minutes of capacity the target forces, per pool
+        assert f"{name} {float(minutes) / 60:.1f} h, {float(boots):g} boots" in text
+    # with nodes late a boot (20 min) outlasts the target: a lone merge request's nodes held through its hours
+    changed = load_platform(apply(_dev(), dev_report.changes(chosen)))
+    blind = blind_pools(changed, bound_pools(changed, late_boot=LATE_BOOT), week_jobs(changed))
+    assert blind and all(f"{b.pool.name} {b.nodes} ({b.pipeline_jobs} jobs, at most" in text for b in blind)
     assert dev_report.refined is not None and all(step in text for step in dev_report.refined.steps)
     assert main(["plan", "--config", str(path), "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
