@@ -74,7 +74,7 @@ def test_plan_names_the_file_the_key_and_the_key_meant(
 ) -> None:
     path = _edited(tmp_path, old, new)
     errors = _errors(["plan", "--config", str(path)], capsys)
-    assert f"error: Pulumi.typo.yaml:{_line_of(path, new)}: {line}" in errors  # a renamed key is also missing by its name
+    assert f"error: Pulumi.typo.yaml:{_line_of(path, new)}: {line}" in errors  # a renamed key: also "missing"
     assert all(re.match(r"error: Pulumi\.typo\.yaml:[0-9]+: ", error) for error in errors), errors
 
 
