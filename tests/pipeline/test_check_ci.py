@@ -194,6 +194,7 @@ def test_cli_checks_against_the_given_stack(
     dev_platform["profiles"]["rl"]["pool"] = "nope"
     stack_file.write_text(yaml.safe_dump({"config": {"gpu-ci:platform": dev_platform}}))
     assert main(["check-ci", str(SAMPLE), "--config", str(stack_file)]) == 2
+    line = next(n for n, text in enumerate(stack_file.read_text().splitlines(), 1) if text.strip() == "pool: nope")
     assert capsys.readouterr().err.startswith(
-        "error: Pulumi.small.yaml: platform.profiles.rl.pool='nope': no such pool"
+        f"error: Pulumi.small.yaml:{line}: platform.profiles.rl.pool='nope': no such pool"
     )
