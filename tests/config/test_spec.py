@@ -150,3 +150,63 @@ def test_a_secret_ci_variable_set_unprotected_or_unmasked_is_a_warning_at_its_ke
     dev_platform["ci"]["variables"]["HF_TOKEN"][knob] = False
     dev_platform["ci"]["variables"]["DATASET"] = {"value": "s3://datasets/lob", knob: False}  # not a secret: fine
     assert [str(w) for w in load_platform(dev_platform).warnings if "variables." in str(w)] == [line]
+
+
+RAMP = [
+    {"days": "Mon-Fri", "from": "08:30", "to": "10:30", "nodes": 2},
+    {"days": "Mon-Fri", "from": "10:30", "to": "12:00", "nodes": 3},
+    {"days": "Mon-Fri", "from": "12:00", "to": "13:30", "nodes": 1},
+    {"days": "Mon-Fri", "from": "13:30", "to": "17:30", "nodes": 3},
+    {"days": "Fri", "from": "17:30", "to": "18:00", "nodes": 1},
+]
+"""A ramp before the peak, fewer nodes at lunch, a half-hour tail on Fridays: adjacent windows, counts that vary."""
+
+
+def _ramp(edit: Callable[[list[dict[str, Any]]], object]) -> Edit:
+    def apply(platform: dict[str, Any]) -> None:
+        pool = platform["pools"]["ci-training"]
+        pool["max_size"], pool["warm"] = 3, [dict(window) for window in RAMP]
+        edit(pool["warm"])
+
+    return apply
+
+
+def test_a_warm_schedule_of_half_hours_and_counts_through_the_day_is_accepted(dev_platform: dict[str, Any]) -> None:
+    _ramp(lambda warm: None)(dev_platform)
+    warm = load_spec(dev_platform).pools["ci-training"].warm
+    assert [(w.days, w.start, w.end, w.nodes) for w in warm] == [
+        (w["days"], w["from"], w["to"], w["nodes"]) for w in RAMP
+    ]
+
+
+@pytest.mark.parametrize(
+    ("edit", "line"),
+    [
+        (
+            lambda warm: warm[1].update({"nodes": 4}),
+            "platform.pools.ci-training.warm.1.nodes=4: is above the pool's max_size=3",
+        ),
+        (
+            lambda warm: warm[2].update({"from": "11:30"}),
+            "platform.pools.ci-training.warm.2='Mon-Fri 11:30-13:30': overlaps warm window 1 of the pool: give each "
+            "hour once",
+        ),
+        (
+            lambda warm: warm[4].update({"to": "17:00"}),
+            "platform.pools.ci-training.warm.4={days: 'Fri', from: '17:30', to: '17:00', nodes: 1}: to=17:00 is not "
+            "after from=17:30 (a window ends the day it starts)",
+        ),
+        (
+            lambda warm: warm[0].update({"nodes": 0}),
+            "platform.pools.ci-training.warm.0.nodes=0: Input should be greater than or equal to 1",
+        ),
+    ],
+    ids=["count-above-max-size", "overlapping-half-hours", "window-backwards", "no-node"],
+)
+def test_a_bad_warm_schedule_is_one_line_naming_the_window(
+    dev_platform: dict[str, Any], edit: Callable[[list[dict[str, Any]]], object], line: str
+) -> None:
+    _ramp(edit)(dev_platform)
+    with pytest.raises(SpecError) as caught:
+        load_spec(dev_platform)
+    assert str(caught.value) == line
