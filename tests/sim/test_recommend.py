@@ -447,3 +447,28 @@ def test_keep_sizes_says_the_best_the_pools_as_they_are_do(
     assert "with every pool's max_size as it is (--keep-sizes)" in out
     assert f"over the 20 weeks: p95 {float(confirmed.p95s[0] or 0):.1f}, " in out
     assert "The closest: ci-compile max 1" in out and f"EUR {format_eur(closest.eur_per_week)}/week" in out
+
+
+def _warm_counts(report: SearchReport, combination: Combination) -> dict[str, list[int]]:
+    """Each pool's warm counts through the day, in the spec the combination writes."""
+    return {
+        path[1]: [int(window["nodes"]) for window in value]  # type: ignore[attr-defined]
+        for path, value in report.changes(combination)
+        if path[2:] == ("warm",)
+    }
+
+
+@searching
+def test_the_finer_levers_find_a_cheaper_confirmed_spec_than_the_whole_window(dev_report: SearchReport) -> None:
+    """The second step's local search, from the first step's winner (one count over the whole working day), ends
+    at a spec cheaper than it whose warm count changes through the day, and that spec is what `recommend` gives,
+    confirmed on every week in each variant."""
+    refined = dev_report.refined
+    assert refined is not None and dev_report.recommended is not None
+    start, best = refined.start, refined.best
+    assert best.key == dev_report.recommended.key and best.eur_per_week < start.eur_per_week
+    assert all(len(set(counts)) == 1 for counts in _warm_counts(dev_report, start).values())
+    assert any(len(set(counts)) > 1 for counts in _warm_counts(dev_report, best).values())
+    confirmed = dev_report.confirmations[best.key]
+    assert confirmed.ok and confirmed.weeks == 20 and min(confirmed.met) >= confirmed.required == 18
+    assert refined.steps and refined.confirmed >= len(refined.steps)
