@@ -117,3 +117,19 @@ def test_random_orders_and_slower_jobs_lose_nothing_with_the_template_count() ->
         shuffled = [replace(job, id=ids[i]) for i, job in enumerate(jobs)]
         result = simulate(_run(_pool(warm_windows=((0, 60, 1),)), shuffled))
         assert result.failed == () and result.pool("ci-training").peak_nodes == 3
+
+
+def test_a_warm_count_that_changes_through_the_day_is_what_each_burst_finds() -> None:
+    """Adjacent windows of 2, 1 and 3 nodes (a morning, a lunch dip, an afternoon peak): 8 jobs in the morning
+    start at once on the two warm nodes, 8 at lunch find one node's 4 slots and the other 4 wait a boot, 12 in
+    the afternoon start at once on three nodes; the placeholders ask for the count of the window open, not of
+    the day's first."""
+    pool = _pool(max_nodes=3, warm_windows=((0, 60, 2), (60, 180, 1), (180, 300, 3)))
+    jobs = _jobs(8, minutes=20, at=30) + _jobs(8, minutes=20, at=120, first=9) + _jobs(12, minutes=20, at=200, first=17)
+    result = simulate(_run(pool, jobs))
+    waits = [job.node_wait for job in sorted(result.jobs, key=lambda job: job.id)]
+    assert result.failed == ()
+    assert waits[:8] == [0] * 8 and sorted(waits[8:16]) == [0] * 4 + [15] * 4 and waits[16:] == [0] * 12
+    assert len({job.node for job in result.jobs if job.id > 16}) == 3
+    booted = [created for _, created, _ in result.pool("ci-training").boots]
+    assert booted.count(180) == 2  # the afternoon's window boots the two nodes the lunch dip let go
