@@ -99,7 +99,11 @@ class WarmCapacity(pulumi.ComponentResource):
                 global_default=False,
                 preemption_policy=preemption,
                 description=description,
-                opts=child,
+                # The API server refuses a new value in place and Pulumi's provider would send it as an update:
+                # replaced instead, deleted first (its name is fixed).
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(replace_on_changes=["value"], delete_before_replace=True)
+                ),
             )
         self._network_policies(name, namespace, inside, args.cilium)
         account = k8s.core.v1.ServiceAccount(

@@ -59,18 +59,44 @@ MARKERS: Final = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
 _POOL: Final = ("nodeType", "zone", "name", "clusterId")
 _CLUSTER: Final = ("type", "privateNetworkId")
 _REGISTRY_NAMESPACE: Final = ("name", "region")
+_K8S_IDENTITY: Final = ("metadata.name", "metadata.namespace")
 REPLACE_ON: Final[dict[str, tuple[str, ...]]] = {
     T.POOL: _POOL,
     "scaleway:index/kubernetesNodePool:KubernetesNodePool": _POOL,
     T.CLUSTER: _CLUSTER,
     "scaleway:index/kubernetesCluster:KubernetesCluster": _CLUSTER,
     T.USER_RUNNER: ("runnerType", "projectId", "groupId"),
-    T.NAMESPACE: ("metadata.name",),
     T.REGISTRY_NAMESPACE: _REGISTRY_NAMESPACE,
     "scaleway:index/registryNamespace:RegistryNamespace": _REGISTRY_NAMESPACE,
+    **{
+        kind: (*_K8S_IDENTITY, *fields)
+        for kind, fields in {
+            T.NAMESPACE: (),
+            T.NETWORK_POLICY: (),
+            T.CILIUM_NETWORK_POLICY: (),
+            T.SERVICE_ACCOUNT: (),
+            T.ROLE: (),
+            T.CLUSTER_ROLE: (),
+            T.CRON_JOB: (),
+            T.CLUSTER_POLICY_PATCH: (),
+            T.CONFIG_MAP: ("binaryData", "data"),
+            T.SECRET: ("data", "stringData", "type"),
+            T.DEPLOYMENT: ("spec.selector",),
+            T.JOB: ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
+            T.ROLE_BINDING: ("roleRef",),
+            T.CLUSTER_ROLE_BINDING: ("roleRef",),
+            T.PRIORITY_CLASS: ("value",),
+        }.items()
+    },
+    T.HELM_RELEASE: ("name", "namespace"),
 }
 """Input paths whose change makes the provider replace the resource (ForceNew in the Scaleway and GitLab
-providers; a Kubernetes object's name): the offline diff marks such an update `+-` like `pulumi preview`."""
+providers): the offline diff marks such an update `+-` like `pulumi preview`. Kubernetes, as Pulumi's provider
+(the built commit, v4.25.0: `pkg/provider/diff.go`'s `forceNew`, `helm_release.go`) decides: an object's name and
+namespace; a ConfigMap's and a Secret's contents (neither `enableConfigMapMutable` nor `enableSecretMutable` is
+set); a Deployment's selector; a Job's template, selector, completions and parallelism; a binding's roleRef; a
+Helm release's name and namespace. A PriorityClass's `value`, immutable in the API server but absent from the
+provider's table, is a replacement because the program asks for one (`replace_on_changes`, infra/cloud/warm.py)."""
 
 IDENTITY_KEYS: Final = ("name", "pool", "key")
 """A list of objects that all carry one of these (unique) is compared by it, not by position: inserting

@@ -20,8 +20,8 @@ from infra.offline.stack_config import load_stack_config
 from infra.offline.stack_edit import Change, set_keys
 from infra.review.note import GITLAB_NOTE_LIMIT, SCREEN_LINES, NoteInput, render_note, visible_lines
 
-MAX_DIFF_LINES = 42
-"""About one screen: the longest of these five (the replicas: three resources, two texts) is 42."""
+MAX_DIFF_LINES = 43
+"""About one screen: the longest of these five (the replicas: three resources, two texts, a replacement) is 43."""
 MAX_COLUMNS = 120
 
 CHANGES: dict[str, tuple[list[Change], str]] = {
@@ -32,7 +32,7 @@ CHANGES: dict[str, tuple[list[Change], str]] = {
     ),
     "sharing-replicas": (
         [(("pools", "ci-training", "gpu_sharing", "replicas"), 3)],
-        "~ kubernetes:core/v1:ConfigMap  gpu-sharing-config  (update)",
+        "+- kubernetes:core/v1:ConfigMap  gpu-sharing-config  (replace, because of data)",
     ),
     "new-pool": (
         [(("pools", "ci-extra"), {"node_type": "PRO2-XXS", "zone": "fr-par-2", "min_size": 0, "max_size": 2})],

@@ -141,7 +141,10 @@ def test_the_real_program_adding_a_pool_and_raising_a_maximum(
     assert Change("ignore_changes", MISSING, ["size"]) in created.options
     assert updated.inputs == (Change("maxSize", 1, 2),)
     assert Change("capacity[pool=ci-training].max_size", 1, 2) in diff.outputs
-    assert diff.unchanged == len(base["resources"]) - diff.counts()["update"]
+    # The device plugin's ConfigMap gains the pool's config: Pulumi's Kubernetes provider replaces a ConfigMap's data.
+    (config,) = [r for r in diff.resources if r.op == "replace"]
+    assert (config.type, config.replace_reasons) == (T.CONFIG_MAP, ("data",))
+    assert diff.unchanged == len(base["resources"]) - diff.counts()["update"] - diff.counts()["replace"]
 
 
 def test_secrets_never_appear_in_the_diff(
@@ -200,6 +203,20 @@ def _typed(type_: str, name: str, inputs: dict[str, Any], **options: Any) -> dic
         (T.USER_RUNNER, {"projectId": 42}, {"projectId": 43}, None),
         (T.USER_RUNNER, {"groupId": 7}, {"groupId": 8}, None),
         (T.NAMESPACE, {"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, ("metadata.name",)),
+        # Pulumi's Kubernetes provider (infra/review/diff.py's REPLACE_ON says which of its tables).
+        (T.SECRET, {"metadata": {"namespace": "a"}}, {"metadata": {"namespace": "b"}}, ("metadata.namespace",)),
+        (T.CONFIG_MAP, {"data": {"a": "1"}}, {"data": {"a": "2"}}, ("data",)),
+        (T.SECRET, {"stringData": {"t": "1"}}, {"stringData": {"t": "2"}}, ("stringData",)),
+        (
+            T.JOB,
+            {"spec": {"template": {"spec": {"x": 1}}}},
+            {"spec": {"template": {"spec": {"x": 2}}}},
+            ("spec.template",),
+        ),
+        (T.DEPLOYMENT, {"spec": {"selector": {"a": "1"}}}, {"spec": {"selector": {"a": "2"}}}, ("spec.selector",)),
+        (T.CLUSTER_ROLE_BINDING, {"roleRef": {"name": "a"}}, {"roleRef": {"name": "b"}}, ("roleRef",)),
+        (T.PRIORITY_CLASS, {"value": 1000}, {"value": 2000}, None),
+        (T.HELM_RELEASE, {"name": "a"}, {"name": "b"}, None),
         (
             T.REGISTRY_NAMESPACE,
             {"name": "a", "region": "fr-par"},
@@ -228,7 +245,10 @@ def test_a_change_of_a_field_the_provider_replaces_on_is_a_replacement(
             {"metadata": {"name": "a", "labels": {"x": "1"}}},
         ),
         (T.USER_RUNNER, {"tagLists": ["a"]}, {"tagLists": ["a", "b"]}),
-        (T.HELM_RELEASE, {"name": "a"}, {"name": "b"}),
+        (T.HELM_RELEASE, {"values": {"a": 1}}, {"values": {"a": 2}}),
+        (T.DEPLOYMENT, {"spec": {"replicas": 1}}, {"spec": {"replicas": 2}}),
+        (T.JOB, {"spec": {"activeDeadlineSeconds": 60}}, {"spec": {"activeDeadlineSeconds": 120}}),
+        (T.PRIORITY_CLASS, {"description": "a"}, {"description": "b"}),
     ],
 )
 def test_other_changes_stay_updates_in_place(type_: str, before: dict[str, Any], after: dict[str, Any]) -> None:
