@@ -182,13 +182,48 @@ def scenario(
     utilization = {
         name: load.gpu_utilization for name, load in (workload.profiles.items() if workload is not None else ())
     }
+    key = (
+        id(jobs),
+        slower,
+        single_tags if single else None,
+        tuple((name, profile.tags, profile.pool) for name, profile in platform.profiles.items()),
+        tuple(utilization.items()),
+    )
+    memo = _SIM_JOBS.get(key)
+    if memo is not None and memo[0] is jobs:
+        sim_jobs = memo[1]
+    else:
+        sim_jobs = _sim_jobs(platform, jobs, slower, single_tags if single else None, utilization)
+    if type(jobs) is tuple and memo is None:  # a list could change under the same id: made again each time
+        if len(_SIM_JOBS) >= _SIM_JOBS_KEPT:
+            _SIM_JOBS.clear()
+        _SIM_JOBS[key] = (jobs, sim_jobs)
+    return Scenario(pools=pools, runners=runners, jobs=sim_jobs, upgrades=tuple(upgrades))
+
+
+_SIM_JOBS: dict[tuple[object, ...], tuple[Sequence[PlannedJob], tuple[SimJob, ...]]] = {}
+"""`scenario`'s jobs by what they are made of (the jobs, kept to check it is the same sequence; the variant's
+`slower`; the tags and pool of each profile; the utilizations): the search builds the same week's jobs for every
+candidate, whose levers leave them alone, and a week's thousands of jobs cost a tenth of its search."""
+_SIM_JOBS_KEPT = 64
+
+
+def _sim_jobs(
+    platform: Platform,
+    jobs: Sequence[PlannedJob],
+    slower: Fraction,
+    single_tags: tuple[str, ...] | None,
+    utilization: Mapping[str, float | Fraction | None],
+) -> tuple[SimJob, ...]:
+    """The planned jobs as the engine queues them (ids in the given order)."""
+    single = single_tags is not None
     tags: dict[tuple[str, JobClass], frozenset[str]] = {}  # a template's tags, expanded once per class
     retry_when = frozenset() if single else frozenset(RETRY_WHEN)
-    sim_jobs = tuple(
+    return tuple(
         SimJob(
             id=index,
             name=job.name,
-            tags=_tags(platform, job, tags, single_tags if single else None),
+            tags=_tags(platform, job, tags, single_tags),
             pool=job.pool or platform.profiles[job.profile].pool,
             minutes=job.minutes if slower == 1 and type(job.minutes) is Fraction else job.minutes * slower,
             gpu_utilization=utilization.get(job.profile),
@@ -198,4 +233,3 @@ def scenario(
         )
         for index, job in enumerate(jobs, start=1)
     )
-    return Scenario(pools=pools, runners=runners, jobs=sim_jobs, upgrades=tuple(upgrades))

@@ -80,7 +80,7 @@ def search(
         raise SearchError("platform.slo.merge_request_wait_minutes is not set: there is no target to meet")
     if refused := pack_refusals(platform):
         raise SearchError(f"the policy pack refuses the spec as it stands: {refused[0]}")
-    jobs = week_jobs(platform)
+    jobs = tuple(week_jobs(platform))  # a tuple: `scenario` makes its jobs once for every candidate
     pools = [pool.name for pool in sim_pools(platform)]
     requests = sum(1 for job in jobs if job.job_class == "merge_request")
     if not requests:
@@ -101,7 +101,7 @@ class _Search:
         platform: Platform,
         raw: Any,
         *,
-        jobs: list[PlannedJob],
+        jobs: tuple[PlannedJob, ...],
         pools: list[str],
         target: Target,
         max_runs: int,
