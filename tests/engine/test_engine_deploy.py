@@ -27,6 +27,7 @@ from infra.cloud.gpu_sharing import PATCH_FIELD_MANAGER
 from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_RUNNER_TOKEN_PREFIX
 from infra.offline.stack_config import load_stack_config
+from infra.review.diff import diff_plans
 
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 """How the engine prints a value not known before `up` (the cluster's id, in a preview)."""
@@ -404,3 +405,46 @@ def test_each_pool_has_its_kwok_nodes_with_the_catalogs_capacity_and_its_sharing
     training = pools["ci-training"]
     assert training["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "l40s-1-48g"
     assert {(t["key"], t["effect"]) for t in training["spec"]["taints"]} >= {("nvidia.com/gpu", "NoSchedule")}
+
+
+IMMUTABLE_CHANGES = {
+    "gpu-sharing-config": (("pools", "ci-training", "gpu_sharing", "replicas"), 3, "data"),
+    "gpu-sharing-operator-wait-job": (("gpu_operator", "wait_image"), "curlimages/curl:8.12.0", "spec.template"),
+}
+"""By the object's name: a spec key whose change Pulumi's Kubernetes provider cannot apply in place (a ConfigMap's
+data: it replaces one; a Job's pod template: immutable in the API server), its new value, the field named."""
+
+
+def test_a_change_kubernetes_cannot_apply_in_place_is_a_replacement_in_preview_and_plan_diff(
+    deployed: Deployment,
+) -> None:
+    """The real provider's preview of the deployed stack, the stack file edited (and put back): each object is
+    replaced, and the offline plan-diff says so, for the same field."""
+    project = deployed.project
+    original = project.stack_file().read_text(encoding="utf-8")
+    platform = load_stack_config("dev", path=project.stack_file()).get("platform")
+    for (section, *keys, last), value, _ in IMMUTABLE_CHANGES.values():
+        target = platform[section]
+        for key in keys:
+            target = target[key]
+        target[last] = value
+    try:
+        project.set_platform(platform)
+        preview = project.pulumi("preview", "--diff", "--json", check=False)
+        head = load_stack_config("dev", path=project.stack_file())
+        offline = diff_plans(deployed.plan, plan_json(head, run_program(head)))
+    finally:
+        project.stack_file().write_text(original, encoding="utf-8")
+    assert preview.returncode == 0, preview
+    steps: dict[str, list[dict[str, Any]]] = {}
+    for step in preview.json()["steps"]:
+        steps.setdefault(step["urn"].rsplit("::", 1)[-1], []).append(step)
+    for name, (_, _, field) in IMMUTABLE_CHANGES.items():
+        (replace,) = steps[name]
+        assert replace["op"] == "replace", (name, replace["op"])
+        reasons = replace.get("replaceReasons") or []  # the provider's paths, at or under the field
+        assert reasons and all(r == field or r.startswith((f"{field}.", f"{field}[")) for r in reasons), reasons
+        (change,) = [r for r in offline.resources if r.name == name]
+        assert (change.op, change.replace_reasons) == ("replace", (field,)), name
+    replaced = {n for n, found in steps.items() if any(s["op"] == "replace" for s in found)}
+    assert replaced == {r.name for r in offline.resources if r.op == "replace"}
