@@ -219,6 +219,7 @@ def _config_of(root: Any, reader: Reader) -> dict[str, Any]:
     document = reader.value(root, ())
     if not isinstance(document, dict):
         raise SubsetError(1, f"must be a mapping with a config: key, not {_kind(document)}")
+    _check_text_keys(_merged_keys(root), "the top-level key {} is not text, which the Pulumi CLI refuses: quote it")
     for key, value in document.items():
         line = reader.lines.get((key,), 1)
         if key == "environment":
@@ -235,16 +236,20 @@ def _config_of(root: Any, reader: Reader) -> dict[str, Any]:
     config_line = reader.lines.get(("config",), 1)
     if not isinstance(config, dict):
         raise SubsetError(config_line, f"config must be a mapping of keys to values, not {_kind(config)}")
-    for key_node in _config_keys(root):
-        if key_node.style is None and key_node.tag is None and not isinstance(resolve_plain(key_node.value), str):
-            raise SubsetError(  # read before, so no PlainScalarError here: a number or boolean the CLI refuses
-                key_node.line, f"config key {printable(key_node.value, 100)} is not a key like gpu-ci:platform"
-            )
+    _check_text_keys(_config_keys(root), "config key {} is not a key like gpu-ci:platform")
     for key in config:
         if not key or key.count(":") > 1 or key.startswith(":") or key.endswith(":"):
             line = reader.lines.get(("config", key), config_line)
             raise SubsetError(line, f"config key {format_value(key)} is not a key like gpu-ci:platform")
     return config
+
+
+def _check_text_keys(keys: Iterator[Node], reason: str) -> None:
+    """Keys the CLI wants as text (those of the document and of `config:`; inside values it formats others as Go's
+    %v): a plain key that reads as a number or boolean is refused (read before, so no PlainScalarError here)."""
+    for key_node in keys:
+        if key_node.style is None and key_node.tag is None and not isinstance(resolve_plain(key_node.value), str):
+            raise SubsetError(key_node.line, reason.format(printable(key_node.value, 100)))
 
 
 def _config_keys(root: Node) -> Iterator[Node]:

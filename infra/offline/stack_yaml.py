@@ -93,7 +93,7 @@ def compose(events: list[yaml.Event], text: str) -> Node | None:
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             open_nodes.pop()
         elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            node = _node(event, line, text, offset, anchors)
+            node = _node(event, line, text, offset, anchors, open_nodes=open_nodes)
             if open_nodes:
                 open_nodes[-1].items.append(node)
             else:
@@ -103,10 +103,19 @@ def compose(events: list[yaml.Event], text: str) -> Node | None:
     return root
 
 
-def _node(event: yaml.NodeEvent, line: int, text: str, offset: int, anchors: dict[str, Node]) -> Node:
+def _node(
+    event: yaml.NodeEvent, line: int, text: str, offset: int, anchors: dict[str, Node], *, open_nodes: list[Node]
+) -> Node:
     """The node an event starts (an alias: the node its anchor names), anchored where the event says."""
     if isinstance(event, yaml.AliasEvent):
-        return anchors[str(event.anchor)]
+        node = anchors[str(event.anchor)]
+        if any(node is open_node for open_node in open_nodes):
+            raise SubsetError(
+                line,
+                f"the alias *{printable(str(event.anchor), 40)} inside the value its anchor names (it would hold "
+                "itself), which the Pulumi CLI refuses: anchor another value or rename the anchor",
+            )
+        return node
     if isinstance(event, yaml.ScalarEvent):
         style = event.style or None
         if style == '"' and event.start_mark is not None and event.end_mark is not None:
@@ -163,7 +172,7 @@ class Reader:
                     "readers keep: remove the blank line",
                 )
         if node.style is not None or node.tag == STR_TAG:
-            return node.value
+            return _text(node, path)
         try:
             value = resolve_plain(node.value)
         except PlainScalarError as err:
@@ -222,11 +231,34 @@ class Reader:
             raise SubsetError(node.line, f"a complex key (a list or mapping as a key){at(path)}: keys are text")
         _check_tag(node, path)
         if node.style is not None or node.tag == STR_TAG:
-            return node.value
+            return _text(node, path, key=True)
         try:
             return go_key(resolve_plain(node.value))
         except PlainScalarError as err:
             raise SubsetError(node.line, _refused(node, path, err)) from None
+
+
+_LEADS_OFF = frozenset("\n\t\u2028\u2029")
+"""What text holding a line break may not start with: the CLI writes the stack file again with yaml.v3 and reads
+that (a block scalar), which drops a leading line break and refuses a leading tab."""
+
+
+def read_apart(text: str) -> bool:
+    """Whether the CLI's second reading of `text` (`_LEADS_OFF`) differs from the text: no stack file can hold it."""
+    return "\n" in text and text[0] in _LEADS_OFF
+
+
+def _text(node: Node, path: Path, key: bool = False) -> str:
+    """A quoted, block or `!!str` scalar's text; SubsetError where the CLI's second reading of it differs."""
+    text = node.value
+    if read_apart(text):
+        what = "a line break" if text[0] != "\t" else "a tab"
+        raise SubsetError(
+            node.line,
+            f"{'a key' if key else 'text'}{at(path)} that starts with {what} and holds a line break, which the Pulumi "
+            "CLI reads otherwise (it drops a leading line break, refuses a leading tab): remove it",
+        )
+    return text
 
 
 def _refused(node: Node, path: Path, err: PlainScalarError) -> str:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from support.paths import ROOT
 
 from infra.offline.stack_edit import EditError, section_text, set_keys, write_section
+from infra.offline.stack_yaml import read_apart
 
 DEV = (ROOT / "Pulumi.dev.yaml").read_text(encoding="utf-8")
 STACK = """\
@@ -120,8 +121,9 @@ SCALARS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.booleans(),
     st.none(),
-    st.text(st.characters(codec="utf-8"), max_size=12),
+    st.text(st.characters(codec="utf-8"), max_size=12).filter(lambda text: not read_apart(text)),
 )
+"""Texts a stack file can hold (`read_apart`: the CLI drops a leading line break, so the editor refuses `\\n`)."""
 DEV_CONFIG = yaml.safe_load(DEV)["config"]
 """The dev stack's config as PyYAML reads it: what every edit of its workload must leave as it is."""
 KEYS = st.text("abcdefghij-_:,# 0123456789", min_size=1, max_size=8)
@@ -146,3 +148,12 @@ def test_any_section_written_into_the_dev_stack_reads_back_as_itself_and_leaves_
     start = DEV.index("    workload:")
     assert after[:start] == DEV[:start]  # what precedes the section, byte for byte
     assert write_section(after, "Pulumi.dev.yaml", "gpu-ci", "workload", wanted) == after
+
+
+@pytest.mark.parametrize("text", ["\n", "\n5m", "\t5m\nx", "\u2028a\nb"])
+def test_text_the_cli_reads_otherwise_is_not_written(text: str) -> None:
+    """The CLI writes a stack file again and reads that, dropping a leading line break (`\\n5m` is `5m` deployed)
+    and refusing a leading tab: no stack file holds such text, so the editor refuses it rather than write it."""
+    with pytest.raises(EditError, match="reads back as itself"):
+        write_section(DEV, "Pulumi.dev.yaml", "gpu-ci", "workload", {"a": text})
+    assert write_section(DEV, "Pulumi.dev.yaml", "gpu-ci", "workload", {"a": text[1:]})  # the same text less its lead

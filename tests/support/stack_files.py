@@ -230,6 +230,16 @@ READ_APART = [
         DEV_STACK + b"  gpu-ci:x: |-\n\n    8\n  gpu-ci:y: |+\n\n  gpu-ci:z: 1\n",
         stricter_offline="a block scalar's first blank line: the CLI drops it, YAML 1.1 readers keep it",
     ),
+    StackFile("top-level-key-not-text", b"config:\n  gpu-ci:x: 1\ntrue: 1\n"),
+    StackFile("top-level-key-number", b"config:\n  gpu-ci:x: 1\nfoo: {1: a}\n0x10: b\n"),
+    StackFile(
+        "text-opening-on-a-line-break",
+        DEV_STACK + b'  gpu-ci:x: "\\n5m"\n  gpu-ci:y: {"\\nk": 1}\n  gpu-ci:z: "\\u2028a\\nb"\n',
+        stricter_offline="text with a line break that opens on one: the CLI writes the file again and drops it",
+    ),
+    StackFile("text-opening-on-a-tab", b'config:\n  gpu-ci:x: "\\t5m\\nx"\n'),
+    StackFile("line-breaks-inside", b'config:\n  gpu-ci:x: " 5m\\nx"\n  gpu-ci:y: "a\\n\\tb"\n  gpu-ci:z: "\\ta"\n'),
+    StackFile("alias-inside-its-anchor", b"config:\n  gpu-ci:x: &m {a: 1}\n  gpu-ci:y: &m {<<: *m}\n"),
     StackFile(
         "block-scalars",
         b"config:\n  gpu-ci:x: >\n    a\n      b\n    c\n\n    d\n  gpu-ci:y: |+\n    a\n\n  gpu-ci:z: >-\n    a\n",
