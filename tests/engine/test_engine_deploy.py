@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from support.cluster import ControlPlane
 from support.deployed import DEV_SECRETS, DeployedStack, fresh_test_cluster
-from support.engine import EngineProject, Result
+from support.engine import UNKNOWN, EngineProject, Result, known_differences, preview_steps
 from support.plans import plan_json
 
 from infra.cli.plan import displayable
@@ -28,9 +28,6 @@ from infra.offline.harness import ProgramRun, run_program
 from infra.offline.mocks import MOCK_RUNNER_TOKEN_PREFIX
 from infra.offline.stack_config import load_stack_config
 from infra.review.diff import diff_plans
-
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-"""How the engine prints a value not known before `up` (the cluster's id, in a preview)."""
 
 SECRETS = DEV_SECRETS
 """Known secret values: none may appear in plain text anywhere the engine writes or prints."""
@@ -91,7 +88,7 @@ def deployed(deployed_dev: DeployedStack) -> Deployment:
 
 
 def _steps(preview: Result) -> list[dict[str, Any]]:
-    return [s for s in preview.json()["steps"] if s["newState"]["type"] != "pulumi:pulumi:Stack"]
+    return preview_steps(preview.json())
 
 
 def _plan_resources(deployed: Deployment) -> dict[str, dict[str, Any]]:
@@ -124,23 +121,6 @@ def test_preview_registers_what_plan_registers(deployed: Deployment) -> None:
     assert all(s["op"] == "create" for s in _steps(deployed.preview))
 
 
-def _known_differences(engine: Any, offline: Any, path: str = "") -> list[str]:
-    """Where the preview's inputs differ from the plan's, other than a value the preview cannot know yet."""
-    if engine == UNKNOWN:
-        return []
-    if isinstance(engine, dict) and isinstance(offline, dict):
-        return [
-            d for k in {*engine, *offline} for d in _known_differences(engine.get(k), offline.get(k), f"{path}.{k}")
-        ]
-    if isinstance(engine, list) and isinstance(offline, list) and len(engine) == len(offline):
-        return [
-            d
-            for i, (e, o) in enumerate(zip(engine, offline, strict=True))
-            for d in _known_differences(e, o, f"{path}[{i}]")
-        ]
-    return [] if engine == offline else [f"{path}: engine {engine!r}, plan {offline!r}"]
-
-
 ENGINE_PROVIDER_INPUTS = {"__internal": {}, "version": "4.34.2"}
 """What the engine adds to the inputs of the program's Kubernetes provider resource: the plugin version the SDK
 package asks for (its pulumi-plugin.json) and its own bookkeeping; the program does not send them as inputs."""
@@ -153,7 +133,7 @@ def test_preview_inputs_equal_plan_inputs_where_known(deployed: Deployment) -> N
         inputs = displayable(step["newState"].get("inputs", {}))
         if step["newState"]["type"].startswith("pulumi:providers:"):
             assert {k: inputs.pop(k) for k in ENGINE_PROVIDER_INPUTS} == ENGINE_PROVIDER_INPUTS
-        if found := _known_differences(inputs, plan[step["urn"]]["inputs"]):
+        if found := known_differences(inputs, plan[step["urn"]]["inputs"]):
             differences[step["urn"].split("::")[-1]] = found
     assert differences == {}
     unknown = {s["urn"].split("::")[-1] for s in _steps(deployed.preview) if UNKNOWN in json.dumps(s["newState"])}

@@ -50,6 +50,30 @@ POLICY_PACK = f"policy/{ANALYZER_LAUNCHER}"
 """What `--policy-pack` names in the engine tests (see `EngineProject._write_analyzer_launcher`)."""
 
 
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+"""How the engine prints a value not known before `up` (the cluster's id, in a preview)."""
+
+
+def preview_steps(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The steps of a `preview --json` document, but for the stack's own."""
+    return [s for s in document["steps"] if s["newState"]["type"] != "pulumi:pulumi:Stack"]
+
+
+def known_differences(engine: Any, offline: Any, path: str = "") -> list[str]:
+    """Where the preview's inputs differ from the plan's, other than a value the preview cannot know yet."""
+    if engine == UNKNOWN:
+        return []
+    if isinstance(engine, dict) and isinstance(offline, dict):
+        return [d for k in {*engine, *offline} for d in known_differences(engine.get(k), offline.get(k), f"{path}.{k}")]
+    if isinstance(engine, list) and isinstance(offline, list) and len(engine) == len(offline):
+        return [
+            d
+            for i, (e, o) in enumerate(zip(engine, offline, strict=True))
+            for d in known_differences(e, o, f"{path}[{i}]")
+        ]
+    return [] if engine == offline else [f"{path}: engine {engine!r}, plan {offline!r}"]
+
+
 def engine_built() -> bool:
     return PULUMI.is_file() and os.access(PULUMI, os.X_OK)
 
