@@ -5,10 +5,11 @@ works with its token; the real scheduler places placeholders and job pods on kwo
 preempting as the design says; and the simulation's placement model agrees with it on one small scenario.
 
 The stack: the dev stack with both GPU pools at two nodes and warm all week (two placeholders each), so that
-placeholders, their CronJobs and the jobs' priority class exist. Its objects are applied from its plan
-(`support.kube_apply`: what the Kubernetes provider would send), the pools' nodes are kwok nodes as Kapsule
-would make them (`support.kwok_pools`), and job pods are built from the rendered runner config.toml as the
-Kubernetes executor builds them (`support.job_pod`).
+placeholders, their CronJobs and the jobs' priority class exist. It is deployed by the real engine and Pulumi's
+Kubernetes provider (`pulumi up`, as the shared dev deployment is) to a test cluster of its own, where the
+Scaleway double does Kapsule's part: the pools' kwok nodes, the CNI's CRDs, the GPU operator's objects. Job pods
+are built from the rendered runner config.toml as the Kubernetes executor builds them (`support.job_pod`); the
+offline plan of the same stack file names the objects the checks read, and each is the API server's.
 """
 
 from __future__ import annotations
@@ -25,21 +26,22 @@ import pytest
 import yaml
 from support.cluster import ControlPlane
 from support.day import SUITE_DAY_ENV
+from support.deployed import DEV_SECRETS, fresh_test_cluster
+from support.engine import EngineProject, Result
 from support.job_pod import OverwriteRefusedError, job_pod
 from support.kube_apply import Applier, Release, objects, of_kind, releases
 from support.kube_scenario import RealPool, Step, condition, pods, simulated
-from support.kwok_pools import add_pool_nodes, gpu_replicas
 from support.plans import plan_json
 
 from infra.config.pools import POOL_NAME_LABEL
 from infra.model.platform import Platform
+from infra.model.pools import Pool
 from infra.offline.harness import run_program
-from infra.offline.stack_config import StackConfig
+from infra.offline.stack_config import StackConfig, load_stack_config
 from infra.sim.platform_scenario import sim_pools
 
 GPU_POOLS = ("ci-compile", "ci-training")
 NODES = 2
-NODE_PREFIX = "checks"
 IMAGE_TAG = "0123abcd"
 SA_GROUPS = ["system:serviceaccounts", "system:authenticated"]
 
@@ -49,12 +51,20 @@ class Deployed:
     plane: ControlPlane
     applier: Applier
     plan: dict[str, Any]
+    """`plan --json`'s document for the stack file the engine deployed."""
     platform: Platform
     nodes: dict[str, list[str]]
+    """The kwok nodes the Scaleway double made for each pool, by pool, sorted."""
+    up: Result
+    preview_again: Result
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
         return objects(self.plan)
+
+    def served(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The object `body` names as the API server holds it (what `pulumi up` made of it)."""
+        return dict(self.plane.get(self.applier.object_path(body)))
 
     def release(self, pool: str) -> Release:
         (found,) = (r for r in releases(self.plan) if r.values["podLabels"]["gpu-ci/pool"] == pool)
@@ -68,6 +78,11 @@ class Deployed:
         image = image.replace("${CI_COMMIT_SHA}", IMAGE_TAG)
         config = self.release(pool).runner_config()
         return [job_pod(config, f"{prefix}-{i}", image, template["variables"]) for i in range(count)]
+
+
+def gpu_replicas(pool: Pool) -> int:
+    """`nvidia.com/gpu` a node of the pool advertises: its GPUs times the sharing replicas."""
+    return pool.node.gpus * max(1, pool.sharing.replicas_per_gpu)
 
 
 def ci_templates(plan: dict[str, Any]) -> dict[str, Any]:
@@ -85,20 +100,54 @@ def warm_platform(dev_stack: StackConfig) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def deployed(control_plane: ControlPlane, dev_stack: StackConfig) -> Iterator[Deployed]:
-    config = dev_stack.with_values({"platform": warm_platform(dev_stack)})
-    run = run_program(config)
-    plan = plan_json(config, run)
-    applier = Applier(control_plane)
-    applier.apply(objects(plan))
-    nodes = add_pool_nodes(control_plane, run.namespace["platform"], NODE_PREFIX)
-    yield Deployed(control_plane, applier, plan, run.namespace["platform"], nodes)
+def deployed(tmp_path_factory: pytest.TempPathFactory, dev_stack: StackConfig) -> Iterator[Deployed]:
+    """The warm variant deployed by `pulumi up` to a test cluster of its own (the shared one holds the dev stack),
+    then previewed again; its offline plan from the same stack file, the engine's secrets in place."""
+    folder = tmp_path_factory.mktemp("cluster-checks")
+    with fresh_test_cluster(folder / "cluster") as cluster:
+        project = EngineProject(folder / "engine", cluster=cluster)
+        project.set_platform(warm_platform(dev_stack))
+        project.init_stack(DEV_SECRETS)
+        up = project.pulumi("up", "--yes", "--skip-preview")
+        preview_again = project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
+        config = load_stack_config("dev", path=project.stack_file())
+        config = config.with_values(DEV_SECRETS, secret_keys=tuple(DEV_SECRETS))
+        run = run_program(config)
+        plane = cluster.plane
+        yield Deployed(plane, Applier(plane), plan_json(config, run), run.namespace["platform"], pool_nodes(plane), up,
+                       preview_again)  # fmt: skip
+
+
+def pool_nodes(plane: ControlPlane) -> dict[str, list[str]]:
+    """The cluster's nodes by the pool Kapsule's label names, sorted."""
+    found: dict[str, list[str]] = {}
+    for node in plane.get("/api/v1/nodes")["items"]:
+        found.setdefault(node["metadata"]["labels"][POOL_NAME_LABEL], []).append(node["metadata"]["name"])
+    return {pool: sorted(names) for pool, names in found.items()}
+
+
+def test_the_warm_variant_converges_in_one_up_and_every_planned_object_is_the_api_servers(deployed: Deployed) -> None:
+    """Placeholders, their CronJobs, the scaler's RBAC and both PriorityClasses, through Pulumi's provider: one
+    `up`, no perpetual diff after it, and each object the offline plan describes served by the API server."""
+    assert deployed.preview_again.returncode == 0, deployed.preview_again.output
+    kinds = {body["kind"] for body in deployed.bodies}
+    assert {"Deployment", "CronJob", "PriorityClass", "Role", "RoleBinding", "ServiceAccount"} <= kinds
+    missing = []
+    for body in deployed.bodies:
+        answer = deployed.plane.request("GET", deployed.applier.object_path(body))
+        if answer.status_code != 200:
+            missing.append(f"{body['kind']} {body['metadata'].get('namespace', '')}/{body['metadata']['name']}")
+    assert missing == []
 
 
 def pod_templates(deployed: Deployed) -> list[dict[str, Any]]:
-    """A pod of each pod template the platform's objects hold (Deployments, Jobs, CronJobs), named after it."""
+    """A pod of each pod template the platform's objects hold (Deployments, Jobs, CronJobs) as the API server
+    holds them, named after it."""
     found = []
-    for body in deployed.bodies:
+    for planned in deployed.bodies:
+        if planned["kind"] not in {"Deployment", "Job", "CronJob"}:
+            continue
+        body = deployed.served(planned)
         spec = body.get("spec", {})
         template = spec.get("template") or spec.get("jobTemplate", {}).get("spec", {}).get("template")
         if template:
@@ -118,7 +167,7 @@ def test_pod_security_admits_every_pod_the_platform_creates(deployed: Deployed) 
         assert answer.status_code == 201, f"{pod['metadata']['name']}: {answer.text}"
     # The CronJobs' Job pods, made by the Job controller (a refusal would leave the Job without a pod).
     plane = deployed.plane
-    for cronjob in of_kind(deployed.plan, "CronJob"):
+    for cronjob in map(deployed.served, of_kind(deployed.plan, "CronJob")):
         namespace, name = cronjob["metadata"]["namespace"], f"manual-{cronjob['metadata']['name']}"
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}}
         job["spec"] = cronjob["spec"]["jobTemplate"]["spec"]

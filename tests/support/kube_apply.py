@@ -1,31 +1,34 @@
-"""The platform's Kubernetes objects applied to the test cluster as the program would send them, for the
-engine tests' checks of Pod Security, RBAC and the scheduler (tests/engine/test_cluster_checks.py).
+"""The platform's Kubernetes objects as a plan document (`plan --json`) describes them, for the engine tests'
+checks of Pod Security, RBAC and the scheduler (tests/engine/test_cluster_checks.py), which read them from the
+plan of the stack file the engine deployed and ask the API server about them.
 
-The objects are the `kubernetes:` resources of a plan document (`plan --json`): each one's inputs are the
-object the Kubernetes provider sends (apiVersion, kind, metadata, spec, rules...), created here by a plain POST
-as the admin. Three kinds are not plain objects and are stood in for or left out, saying so:
+The objects are the `kubernetes:` resources of the plan: each one's inputs are the object the Kubernetes
+provider sends (apiVersion, kind, metadata, spec, rules...). Three kinds are not plain objects and are stood
+in for or left out, saying so:
 - `helm.sh/v3:Release` (a gitlab-runner release): what its chart makes of its values for RBAC, the
-  ServiceAccount, the Role and the RoleBinding, rendered here as the chart's templates do (gitlab-runner
-  0.86.0, `templates/service-account.yaml`, `role.yaml`, `role-binding.yaml`: every one named after the
-  release, which starts with the chart's name, in the release's namespace; a rule's missing `apiGroups` is
-  `[""]`, missing `resources` and `verbs` are `["*"]`, and no rule at all is `*` on the core group). The
-  manager's Deployment is not: its pod is the chart's, not the platform's design, and its config is read
-  from the values instead (`runner_config`).
+  ServiceAccount, the Role and the RoleBinding, as the chart's templates render them (gitlab-runner 0.86.0,
+  `templates/service-account.yaml`, `role.yaml`, `role-binding.yaml`: every one named after the release,
+  which starts with the chart's name, in the release's namespace; a rule's missing `apiGroups` is `[""]`,
+  missing `resources` and `verbs` are `["*"]`, and no rule at all is `*` on the core group): the checks find
+  each on the API server, where the real chart put it. The manager's Deployment is not: its pod is the
+  chart's, not the platform's design, and its config is read from the values instead (`runner_config`).
 - `nvidia.com/v1:ClusterPolicyPatch`: a patch of an object the GPU operator owns, not an object of its own.
-- `cilium.io/v2:*`: Cilium's CRDs are not installed by this applier; a NetworkPolicy is not enforced by the
-  test cluster anyway (no CNI), so none of these checks depends on them.
-- a Secret whose data the plan redacts (`[secret]`: the plan never shows a secret): created with a stand-in
-  value (`{}` for a `.dockerconfigjson`), so what refers to it by name finds it.
+- `cilium.io/v2:*`: Cilium's policies, whose CRDs the Kapsule double installs; a NetworkPolicy is not
+  enforced by the test cluster (no CNI), so none of the checks reads them.
+- a Secret whose data the plan redacts (`[secret]`: the plan never shows a secret): given a stand-in value
+  (`{}` for a `.dockerconfigjson`), so that the body is still an object of its kind.
+
+`Applier` creates what the checks add (pods, Jobs, dry runs) at the API server's own resource paths.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from support.cluster import ControlPlane, ControlPlaneError
+from support.cluster import ControlPlane
 
 PREFIX = "kubernetes:"
 LEFT_OUT = ("nvidia.com/v1:ClusterPolicyPatch", "cilium.io/v2:")
@@ -36,9 +39,6 @@ REDACTED = "[secret]"
 DOCKER_CONFIG_TYPE = "kubernetes.io/dockerconfigjson"
 DOCKER_CONFIG = ".dockerconfigjson"
 CHART = "gitlab-runner"
-ORDER = ("Namespace", "PriorityClass", "ServiceAccount", "ClusterRole", "Role")
-"""What is created first (a namespaced object needs its namespace; a pod, its ServiceAccount and priority
-class); the rest keep the plan's order."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def releases(plan: Mapping[str, Any]) -> list[Release]:
 
 
 def objects(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The Kubernetes objects the plan's resources are, in the order they can be created."""
+    """The Kubernetes objects the plan's resources are, in the plan's order."""
     found: list[dict[str, Any]] = []
     for resource in plan["resources"]:
         kind = resource["type"]
@@ -122,8 +122,7 @@ def objects(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
         found.append(body)
     for release in releases(plan):
         found += release.objects()
-    rank = {kind: index for index, kind in enumerate(ORDER)}
-    return sorted(found, key=lambda body: rank.get(body["kind"], len(ORDER)))
+    return found
 
 
 def of_kind(plan: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -131,7 +130,7 @@ def of_kind(plan: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
 
 
 class Applier:
-    """Creates objects on a control plane by the API server's own discovery of their resource paths."""
+    """Creates objects on a control plane, and names their paths, by the API server's own discovery."""
 
     def __init__(self, plane: ControlPlane) -> None:
         self.plane = plane
@@ -153,20 +152,6 @@ class Applier:
         meta = body["metadata"]
         path = self.path(body["apiVersion"], body["kind"], meta.get("namespace"))
         return self.plane.request("POST", path + ("?dryRun=All" if dry_run else ""), dict(body))
-
-    def apply(self, bodies: Iterable[Mapping[str, Any]]) -> None:
-        """Creates each object (one that exists is left as it is); a refusal is one line naming the object.
-        Each namespace is ready for pods (its `default` ServiceAccount made) before the next object."""
-        for body in bodies:
-            response = self.create(body)
-            if response.status_code not in (201, 409):
-                meta = body["metadata"]
-                where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
-                raise ControlPlaneError(
-                    f"{body['kind']} {where}{meta['name']}: {response.status_code} {response.text.strip()[:300]}"
-                )
-            if body["kind"] == "Namespace":
-                self.plane.wait_for_service_account(body["metadata"]["name"])
 
     def _discover(self, api_version: str) -> dict[str, tuple[str, bool]]:
         if api_version not in self._resources:
