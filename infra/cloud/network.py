@@ -35,9 +35,13 @@ GPU_SECURITY_CONTEXT = restricted(read_only_root=False)
 runs is not known). Pod Security `restricted` does not ask for a read-only root."""
 
 
-def object_meta(object_name: str, namespace: pulumi.Input[str]) -> k8s.meta.v1.ObjectMetaArgs:
+def object_meta(
+    object_name: str, namespace: pulumi.Input[str], annotations: dict[str, str] | None = None
+) -> k8s.meta.v1.ObjectMetaArgs:
     """An object of gpu-ci's in `namespace`, labelled as managed by Pulumi."""
-    return k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace, labels=dict(MANAGED_BY))
+    return k8s.meta.v1.ObjectMetaArgs(
+        name=object_name, namespace=namespace, labels=dict(MANAGED_BY), annotations=annotations
+    )
 
 
 def dns_egress() -> k8s.networking.v1.NetworkPolicyEgressRuleArgs:

@@ -6,7 +6,8 @@ Fed by the derived warm pools (`infra.model.warm`) and `platform.warm_capacity`.
   and the Kubernetes API for the scalers only;
 - two PriorityClasses: the placeholders' (at or above the autoscaler's expendable cutoff, so a Pending
   placeholder scales a pool up and a running one keeps its node; `preemptionPolicy: Never`) and the jobs'
-  (above it: the runners of warm pools give it to their job pods, which then preempt a placeholder);
+  (above it: the runners of warm pools give it to their job pods, which then preempt a placeholder), each
+  named with its value (`gpu-ci-job-1000`: `infra.model.warm.priority_class_name`);
 - per warm pool a Deployment of `pause` pods on the pool's nodes (its selector and the GPU toleration), one
   per node (anti-affinity), each asking one `nvidia.com/gpu` replica: the autoscaler scales a GPU pool for a
   pod that asks for a GPU, and sees the node as used;
@@ -16,7 +17,10 @@ Fed by the derived warm pools (`infra.model.warm`) and `platform.warm_capacity`.
 Safe updates: each Deployment is created at the size of the window open at that moment (0 outside one: a window
 already open would otherwise warm nothing until its next scale-up) and Pulumi ignores `spec.replicas`
 afterwards, so an `up` never fights the CronJobs (nor kills a warm node in a window); placeholders never evict
-a job.
+a job. Pulumi does not wait for the placeholders to run (`pulumi.com/skipAwait`): a Pending one is warm capacity
+asking the autoscaler for a node, which takes a boot (longer than the provider's 10 min wait, on a cold pool),
+or waiting for a job to end. A new pod template replaces them one at a time and never beside the old ones
+(`maxSurge: 0`): on a pool full of jobs an extra placeholder could not run, and would only ask for a node.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from infra.cloud.network import (
 )
 from infra.config.pools import GPU_TAINT_EFFECT, GPU_TAINT_KEY, GPU_TAINT_VALUE
 from infra.config.warm import WarmCapacitySpec
-from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool, replicas_at
+from infra.model.warm import JOB_CLASS, PLACEHOLDER_CLASS, Scale, WarmPool, priority_class_name, replicas_at
 
 PLACEHOLDER_LABEL = "gpu-ci/placeholder"
 """Label of a pool's placeholder pods (its value: the pool), which their anti-affinity selects."""
@@ -48,6 +52,8 @@ POD_SECURITY = {
     "pod-security.kubernetes.io/enforce-version": "latest",
 }
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+"""Pulumi's Kubernetes provider creates or updates the object without waiting for it to be ready."""
 _SCALE = (
     'curl --fail --silent --show-error --cacert "$SA/ca.crt" -H "Authorization: Bearer $(cat "$SA/token")" '
     '-H "Content-Type: application/merge-patch+json" -X PATCH -d "{\\"spec\\":{\\"replicas\\":$REPLICAS}}" '
@@ -88,22 +94,19 @@ class WarmCapacity(pulumi.ComponentResource):
             opts=child,
         )
         inside = pulumi.ResourceOptions(parent=self, depends_on=[space])
-        for suffix, value, description, preemption in (
+        for base, value, description, preemption in (
             (PLACEHOLDER_CLASS, settings.placeholder_priority, "gpu-ci placeholders: keep warm GPU nodes", "Never"),
             (JOB_CLASS, settings.job_priority, "gpu-ci CI jobs of warm pools: preempt a placeholder", None),
         ):
+            # Named with its value: a new value is a new class, created before the old one goes.
             k8s.scheduling.v1.PriorityClass(
-                child_name(suffix, name),
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=suffix, labels=dict(MANAGED_BY)),
+                child_name(base, name),
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=priority_class_name(base, value), labels=dict(MANAGED_BY)),
                 value=value,
                 global_default=False,
                 preemption_policy=preemption,
                 description=description,
-                # The API server refuses a new value in place and Pulumi's provider would send it as an update:
-                # replaced instead, deleted first (its name is fixed).
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(replace_on_changes=["value"], delete_before_replace=True)
-                ),
+                opts=child,
             )
         self._network_policies(name, namespace, inside, args.cilium)
         account = k8s.core.v1.ServiceAccount(
@@ -151,10 +154,14 @@ class WarmCapacity(pulumi.ComponentResource):
         gpu = {"nvidia.com/gpu": "1"}
         return k8s.apps.v1.Deployment(
             child_name(f"placeholders-{pool.pool}", name),
-            metadata=object_meta(pool.deployment, settings.namespace),
+            metadata=object_meta(pool.deployment, settings.namespace, annotations=dict(SKIP_AWAIT)),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=replicas,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                strategy=k8s.apps.v1.DeploymentStrategyArgs(
+                    type="RollingUpdate",
+                    rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
+                ),
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         labels={**MANAGED_BY, **labels},
@@ -162,7 +169,7 @@ class WarmCapacity(pulumi.ComponentResource):
                         annotations={SAFE_TO_EVICT: "false"},
                     ),
                     spec=k8s.core.v1.PodSpecArgs(
-                        priority_class_name=PLACEHOLDER_CLASS,
+                        priority_class_name=priority_class_name(PLACEHOLDER_CLASS, settings.placeholder_priority),
                         node_selector=dict(pool.node_selector),
                         tolerations=[
                             k8s.core.v1.TolerationArgs(

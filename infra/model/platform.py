@@ -20,7 +20,7 @@ from infra.model.checks import derived_problems
 from infra.model.pools import Pool, derive_pool
 from infra.model.profiles import Profile, derive_profile
 from infra.model.runners import Runner, derive_runners
-from infra.model.warm import JOB_CLASS, WarmPool, derive_warm
+from infra.model.warm import JOB_CLASS, WarmPool, derive_warm, priority_class_name
 
 REGISTRY_HOST = "rg.{region}.scw.cloud"
 
@@ -86,7 +86,9 @@ class Platform:
     def job_priority_class(self, runner: Runner) -> str | None:
         """The PriorityClass of the runner's job pods: the jobs' class on a pool with warm windows (above the
         placeholders', so a job preempts one), none elsewhere."""
-        return JOB_CLASS if any(warm.pool == runner.pool for warm in self.warm) else None
+        if not any(warm.pool == runner.pool for warm in self.warm):
+            return None
+        return priority_class_name(JOB_CLASS, self.spec.warm_capacity.job_priority)
 
     def runners_taking(self, tags: Iterable[str]) -> list[Runner]:
         """The runners GitLab could give a job with these tags to (none for an untagged job)."""

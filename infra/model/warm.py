@@ -27,9 +27,19 @@ from infra.config.schedule import MINUTES_PER_DAY, MINUTES_PER_WEEK
 from infra.model.pools import Pool
 
 PLACEHOLDER_CLASS = "gpu-ci-placeholder"
-"""PriorityClass of the placeholder pods."""
+"""PriorityClass of the placeholder pods (the start of its name: `priority_class_name`)."""
 JOB_CLASS = "gpu-ci-job"
-"""PriorityClass of the CI job pods of pools with warm windows (the runners' `priority_class_name`)."""
+"""PriorityClass of the CI job pods of pools with warm windows (the start of the runners' `priority_class_name`)."""
+
+
+def priority_class_name(base: str, value: int) -> str:
+    """The PriorityClass `base` at `value`, named with its value (`gpu-ci-job-1000`, `gpu-ci-placeholder-minus10`).
+
+    Why: the API server refuses a new `value` in place. A class named after its value is a new object when the
+    value changes: Pulumi creates it before deleting the old one, so the pods that name a class always find one,
+    and `pulumi preview`'s dry run creates a new name instead of updating an object it may not change (Pulumi's
+    Kubernetes provider retries an immutable field under another name, but not this refusal)."""
+    return f"{base}-{value}" if value >= 0 else f"{base}-minus{-value}"
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ REPLACE_ON: Final[dict[str, tuple[str, ...]]] = {
             T.JOB: ("spec.completions", "spec.parallelism", "spec.selector", "spec.template"),
             T.ROLE_BINDING: ("roleRef",),
             T.CLUSTER_ROLE_BINDING: ("roleRef",),
-            T.PRIORITY_CLASS: ("value",),
+            T.PRIORITY_CLASS: (),
         }.items()
     },
     T.HELM_RELEASE: ("name", "namespace"),
@@ -95,8 +95,9 @@ providers): the offline diff marks such an update `+-` like `pulumi preview`. Ku
 (the built commit, v4.25.0: `pkg/provider/diff.go`'s `forceNew`, `helm_release.go`) decides: an object's name and
 namespace; a ConfigMap's and a Secret's contents (neither `enableConfigMapMutable` nor `enableSecretMutable` is
 set); a Deployment's selector; a Job's template, selector, completions and parallelism; a binding's roleRef; a
-Helm release's name and namespace. A PriorityClass's `value`, immutable in the API server but absent from the
-provider's table, is a replacement because the program asks for one (`replace_on_changes`, infra/cloud/warm.py)."""
+Helm release's name and namespace. A PriorityClass's `value`, immutable in the API server, is absent from the
+provider's table (alone, it is an update the API server refuses): the program names each class with its value
+(infra/model/warm.py), so a new value comes with a new name, which the provider replaces."""
 
 IDENTITY_KEYS: Final = ("name", "pool", "key")
 """A list of objects that all carry one of these (unique) is compared by it, not by position: inserting

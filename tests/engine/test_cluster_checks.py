@@ -23,61 +23,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from support.cluster import ControlPlane
 from support.day import SUITE_DAY_ENV
-from support.deployed import DEV_SECRETS, fresh_test_cluster
-from support.engine import EngineProject, Result
 from support.job_pod import OverwriteRefusedError, job_pod
-from support.kube_apply import Applier, Release, objects, of_kind, releases
+from support.kube_apply import of_kind, releases
 from support.kube_scenario import RealPool, Step, condition, pods, simulated
-from support.plans import plan_json
+from support.warm_variant import GPU_POOLS, NODES, Deployed, deploy
 
 from infra.config.pools import POOL_NAME_LABEL
-from infra.model.platform import Platform
 from infra.model.pools import Pool
-from infra.offline.harness import run_program
-from infra.offline.stack_config import StackConfig, load_stack_config
+from infra.offline.stack_config import StackConfig
 from infra.sim.platform_scenario import sim_pools
 
-GPU_POOLS = ("ci-compile", "ci-training")
-NODES = 2
-IMAGE_TAG = "0123abcd"
 SA_GROUPS = ["system:serviceaccounts", "system:authenticated"]
-
-
-@dataclass(frozen=True)
-class Deployed:
-    plane: ControlPlane
-    applier: Applier
-    plan: dict[str, Any]
-    """`plan --json`'s document for the stack file the engine deployed."""
-    platform: Platform
-    nodes: dict[str, list[str]]
-    """The kwok nodes the Scaleway double made for each pool, by pool, sorted."""
-    up: Result
-    preview_again: Result
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        return objects(self.plan)
-
-    def served(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The object `body` names as the API server holds it (what `pulumi up` made of it)."""
-        return dict(self.plane.get(self.applier.object_path(body)))
-
-    def release(self, pool: str) -> Release:
-        (found,) = (r for r in releases(self.plan) if r.values["podLabels"]["gpu-ci/pool"] == pool)
-        return found
-
-    def job_pods(self, pool: str, count: int, prefix: str) -> list[dict[str, Any]]:
-        """`count` job pods of the profile on `pool`, from its runner's config.toml and its CI template."""
-        (profile,) = (p for p in self.platform.spec.profiles.values() if p.pool == pool)
-        template = ci_templates(self.plan)[profile.template]
-        image = template["image"].replace("${REGISTRY}", self.platform.registry_endpoint)
-        image = image.replace("${CI_COMMIT_SHA}", IMAGE_TAG)
-        config = self.release(pool).runner_config()
-        return [job_pod(config, f"{prefix}-{i}", image, template["variables"]) for i in range(count)]
 
 
 def gpu_replicas(pool: Pool) -> int:
@@ -85,51 +43,18 @@ def gpu_replicas(pool: Pool) -> int:
     return pool.node.gpus * max(1, pool.sharing.replicas_per_gpu)
 
 
-def ci_templates(plan: dict[str, Any]) -> dict[str, Any]:
-    (file,) = (r for r in plan["resources"] if r["type"] == "gitlab:index/repositoryFile:RepositoryFile")
-    return dict(yaml.safe_load(file["inputs"]["content"]))
-
-
-def warm_platform(dev_stack: StackConfig) -> dict[str, Any]:
-    """The dev stack's platform with each GPU pool at NODES nodes, all of them warm all week."""
-    platform = copy.deepcopy(dev_stack.get("platform"))
-    for pool in GPU_POOLS:
-        platform["pools"][pool]["max_size"] = NODES
-        platform["pools"][pool]["warm"] = [{"days": "Mon-Sun", "from": "00:00", "to": "23:59", "nodes": NODES}]
-    return platform
-
-
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory, dev_stack: StackConfig) -> Iterator[Deployed]:
-    """The warm variant deployed by `pulumi up` to a test cluster of its own (the shared one holds the dev stack),
-    then previewed again; its offline plan from the same stack file, the engine's secrets in place."""
-    folder = tmp_path_factory.mktemp("cluster-checks")
-    with fresh_test_cluster(folder / "cluster") as cluster:
-        project = EngineProject(folder / "engine", cluster=cluster)
-        project.set_platform(warm_platform(dev_stack))
-        project.init_stack(DEV_SECRETS)
-        up = project.pulumi("up", "--yes", "--skip-preview")
-        preview_again = project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
-        config = load_stack_config("dev", path=project.stack_file())
-        config = config.with_values(DEV_SECRETS, secret_keys=tuple(DEV_SECRETS))
-        run = run_program(config)
-        plane = cluster.plane
-        yield Deployed(plane, Applier(plane), plan_json(config, run), run.namespace["platform"], pool_nodes(plane), up,
-                       preview_again)  # fmt: skip
-
-
-def pool_nodes(plane: ControlPlane) -> dict[str, list[str]]:
-    """The cluster's nodes by the pool Kapsule's label names, sorted."""
-    found: dict[str, list[str]] = {}
-    for node in plane.get("/api/v1/nodes")["items"]:
-        found.setdefault(node["metadata"]["labels"][POOL_NAME_LABEL], []).append(node["metadata"]["name"])
-    return {pool: sorted(names) for pool, names in found.items()}
+    """The warm variant deployed by `pulumi up` to a test cluster of its own (the shared one holds the dev stack)."""
+    with deploy(tmp_path_factory.mktemp("cluster-checks"), dev_stack) as found:
+        yield found
 
 
 def test_the_warm_variant_converges_in_one_up_and_every_planned_object_is_the_api_servers(deployed: Deployed) -> None:
     """Placeholders, their CronJobs, the scaler's RBAC and both PriorityClasses, through Pulumi's provider: one
     `up`, no perpetual diff after it, and each object the offline plan describes served by the API server."""
-    assert deployed.preview_again.returncode == 0, deployed.preview_again.output
+    again = deployed.project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
+    assert again.returncode == 0, again.output
     kinds = {body["kind"] for body in deployed.bodies}
     assert {"Deployment", "CronJob", "PriorityClass", "Role", "RoleBinding", "ServiceAccount"} <= kinds
     missing = []
@@ -416,7 +341,7 @@ def test_a_job_pod_of_each_pool_runs_only_on_its_pool(scenario: dict[str, PoolRu
         running = [p for p in run.jobs if p["status"]["phase"] == "Running"]
         assert len(running) == len(run.jobs) - 1  # the last one finds no replica free
         assert {run.nodes[p["spec"]["nodeName"]] for p in running} == {run.pool}
-        assert all(p["spec"]["priorityClassName"] == "gpu-ci-job" for p in run.jobs)
+        assert all(p["spec"]["priorityClassName"] == "gpu-ci-job-1000" for p in run.jobs)
 
 
 def test_with_its_replicas_full_a_job_preempts_exactly_one_placeholder_and_starts(scenario: dict[str, PoolRun]) -> None:

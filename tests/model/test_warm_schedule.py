@@ -95,6 +95,12 @@ def test_placeholders_start_at_the_size_of_the_window_open_at_the_up(
     deployment = run.one(T.DEPLOYMENT, "warm-placeholders-ci-training")
     assert deployment.inputs["spec"]["replicas"] == replicas
     assert deployment.options["ignore_changes"] == ["spec.replicas"]  # afterwards, the CronJobs own the count
+    # Pulumi waits for no placeholder (a Pending one waits for a boot or for a job to end), and a new template
+    # replaces them one by one, never one more beside them (tests/engine/test_engine_safe_updates.py).
+    assert deployment.inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert deployment.inputs["spec"]["strategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}
+    }  # fmt: skip
 
 
 def _frozen_program(moment: datetime, folder: Path) -> Path:

@@ -288,13 +288,16 @@ def test_the_warm_capacity_component_keeps_to_its_namespace_and_its_verbs(
     assert namespace["name"] == "gpu-ci-warm"
     assert namespace["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     classes = {r.inputs["metadata"]["name"]: r.inputs for r in run.by_type(T.PRIORITY_CLASS)}
-    assert classes["gpu-ci-placeholder"]["value"] == 0 and classes["gpu-ci-placeholder"]["preemptionPolicy"] == "Never"
-    assert classes["gpu-ci-job"]["value"] == 1000
+    # Each named with its value: a new value is a new class, made before the old one goes (no delete first).
+    assert classes["gpu-ci-placeholder-0"]["value"] == 0
+    assert classes["gpu-ci-placeholder-0"]["preemptionPolicy"] == "Never"
+    assert classes["gpu-ci-job-1000"]["value"] == 1000
+    assert all(not r.options.get("delete_before_replace") for r in run.by_type(T.PRIORITY_CLASS))
     deployment = run.one(T.DEPLOYMENT, "warm-placeholders-ci-training")
     assert deployment.options["ignore_changes"] == ["spec.replicas"]
     assert deployment.inputs["spec"]["replicas"] in (0, 1)  # the window open at the run's clock (tests/model)
     pod = deployment.inputs["spec"]["template"]["spec"]
-    assert pod["priorityClassName"] == "gpu-ci-placeholder"
+    assert pod["priorityClassName"] == "gpu-ci-placeholder-0"
     assert pod["nodeSelector"] == {"k8s.scaleway.com/pool-name": "ci-training"}
     assert pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert pod["automountServiceAccountToken"] is False
@@ -322,7 +325,7 @@ def test_the_warm_capacity_component_keeps_to_its_namespace_and_its_verbs(
     # The job pods of warm pools outrank the placeholders.
     for release in run.by_type(T.HELM_RELEASE):
         config = yaml.safe_load(yaml.safe_dump(release.inputs["values"]))["runners"]["config"]
-        assert 'priority_class_name = "gpu-ci-job"' in config
+        assert 'priority_class_name = "gpu-ci-job-1000"' in config
 
 
 def test_without_warm_windows_nothing_of_it_is_created(dev_run: Any) -> None:

@@ -1,0 +1,141 @@
+"""An ordinary `pulumi up` on a platform at work, on the real control plane (the design's safe updates): it does not
+scale back what the warm scaler set, it stops no running job, it waits for no placeholder (a Pending placeholder is
+the warm capacity asking for a node), and a priority that Kubernetes cannot change in place is a replacement in
+`preview` and in the offline plan-diff alike, which that one `up` carries out (a new class, named with its value,
+created before the old one goes).
+
+The stack: the warm variant (`support.warm_variant`: both GPU pools at two nodes, warm all week) on a test cluster
+of its own. Before the change, as a working day leaves it: ci-training's placeholders scaled to one by a PATCH of
+their `scale` (what its CronJob sends at a window's step down), and ci-compile's nodes full, a job pod beside each
+placeholder (two GPU replicas a node), so that no placeholder can be added beside the old ones. The change: the
+placeholders' image (their pod template), and both priorities (the PriorityClasses' `value`, immutable).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from support.engine import Result
+from support.kube_apply import of_kind
+from support.kube_scenario import pods
+from support.warm_variant import NODES, Deployed, deploy
+
+from infra.offline.stack_config import StackConfig
+from infra.review.diff import diff_plans
+
+SCALED = "ci-training"
+"""The pool whose placeholders the scaler has scaled down to one."""
+FULL = "ci-compile"
+"""The pool whose nodes jobs fill beside its placeholders."""
+PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+PLACEHOLDER_PRIORITY = 5
+JOB_PRIORITY = 1100
+CHANGE = {"pause_image": PAUSE_IMAGE, "placeholder_priority": PLACEHOLDER_PRIORITY, "job_priority": JOB_PRIORITY}
+"""`platform.warm_capacity` keys changed by the `up`."""
+SETTLE_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Update:
+    deployed: Deployed
+    before: dict[str, Any]
+    """The plan of the stack as it was deployed."""
+    jobs: list[dict[str, Any]]
+    """The job pods running before the `up`, as the API server held them."""
+    preview: Result
+    up: Result
+    again: Result
+    """`preview --expect-no-changes` after the `up`."""
+
+
+def _scale_path(deployment: dict[str, Any]) -> str:
+    meta = deployment["metadata"]
+    return f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments/{meta['name']}/scale"
+
+
+def _running(deployed: Deployed, pod: dict[str, Any]) -> dict[str, Any] | None:
+    meta = pod["metadata"]
+    found: dict[str, Any] = deployed.plane.get(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}")
+    return found if found["status"].get("phase") == "Running" else None
+
+
+@pytest.fixture(scope="module")
+def update(tmp_path_factory: pytest.TempPathFactory, dev_stack: StackConfig) -> Iterator[Update]:
+    with deploy(tmp_path_factory.mktemp("safe-updates"), dev_stack) as deployed:
+        plane = deployed.plane
+        scaled = plane.request("PATCH", _scale_path(deployed.placeholders(SCALED)), {"spec": {"replicas": 1}})
+        assert scaled.status_code == 200, scaled.text
+        jobs = []
+        for pod in deployed.job_pods(FULL, NODES, "working"):
+            created = plane.request("POST", f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods", pod)
+            assert created.status_code == 201, created.text
+            running = functools.partial(_running, deployed, pod)
+            jobs.append(plane.wait_for(f"job pod {pod['metadata']['name']} running", running))
+        before = deployed.plan
+        platform = deployed.stack_platform()
+        platform["warm_capacity"] = {**platform.get("warm_capacity", {}), **CHANGE}
+        deployed.project.set_platform(platform)
+        deployed.replan()
+        preview = deployed.project.pulumi("preview", "--diff", "--json", check=False)
+        up = deployed.project.pulumi("up", "--yes", "--skip-preview", check=False)
+        again = deployed.project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
+        yield Update(deployed, before, jobs, preview, up, again)
+
+
+def test_the_up_converges_without_waiting_for_a_placeholder_and_leaves_nothing_to_change(update: Update) -> None:
+    assert update.up.returncode == 0, update.up.output
+    assert update.again.returncode == 0, update.again.output
+
+
+def test_a_priority_change_is_a_replacement_in_preview_and_plan_diff_alike(update: Update) -> None:
+    """Each class is named with its value: the new one is created, then the old one deleted, and the preview's
+    dry run creates a new name instead of updating a value the API server may not change."""
+    assert update.preview.returncode == 0, update.preview.output
+    steps = {step["urn"].rsplit("::", 1)[-1]: step for step in update.preview.json()["steps"]}
+    replaced = {name: tuple(sorted(step.get("replaceReasons") or ())) for name, step in steps.items()
+                if step["op"] == "replace"}  # fmt: skip
+    offline = diff_plans(update.before, update.deployed.plan)
+    assert replaced == {r.name: tuple(sorted(r.replace_reasons)) for r in offline.resources if r.op == "replace"}
+    kinds = {r.name: r.type for r in offline.resources if r.op == "replace"}
+    assert set(kinds.values()) == {"kubernetes:scheduling.k8s.io/v1:PriorityClass"} and len(kinds) == 2, kinds
+    path = "/apis/scheduling.k8s.io/v1/priorityclasses/"
+    plane = update.deployed.plane
+    new = {body["metadata"]["name"]: body["value"] for body in of_kind(update.deployed.plan, "PriorityClass")}
+    assert sorted(new.values()) == sorted([PLACEHOLDER_PRIORITY, JOB_PRIORITY])
+    assert {name: plane.get(path + name)["value"] for name in new} == new
+    for old in of_kind(update.before, "PriorityClass"):
+        assert plane.request("GET", path + old["metadata"]["name"]).status_code == 404, old["metadata"]["name"]
+
+
+def test_the_up_keeps_the_count_the_scaler_set(update: Update) -> None:
+    deployed = update.deployed
+    for pool, replicas in ((SCALED, 1), (FULL, NODES)):
+        served = deployed.served(deployed.placeholders(pool))
+        assert served["spec"]["replicas"] == replicas, pool
+        (container,) = served["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == PAUSE_IMAGE, pool
+
+
+def test_no_running_job_is_stopped_and_the_placeholders_roll_into_the_slots_they_held(update: Update) -> None:
+    """The jobs keep running, the same pods; ci-compile's placeholders are replaced one by one, each new one in the
+    slot the old one left (none asks for a replica beside them: no surge a full pool would leave Pending, nor a node
+    the autoscaler would add for it)."""
+    deployed = update.deployed
+    for job in update.jobs:
+        now = _running(deployed, job)
+        assert now is not None and now["metadata"]["uid"] == job["metadata"]["uid"], job["metadata"]["name"]
+    deployment = deployed.placeholders(FULL)
+    selector = ",".join(f"{k}%3D{v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+
+    def rolled() -> list[dict[str, Any]] | None:
+        found = pods(deployed.plane, deployment["metadata"]["namespace"], selector)
+        new = [p for p in found if p["spec"]["containers"][0]["image"] == PAUSE_IMAGE]
+        done = len(found) == NODES and len(new) == NODES and all(p["status"].get("phase") == "Running" for p in new)
+        return new if done else None
+
+    placed = deployed.plane.wait_for("ci-compile's placeholders rolled", rolled, SETTLE_TIMEOUT)
+    assert sorted(p["spec"]["nodeName"] for p in placed) == deployed.nodes[FULL]
