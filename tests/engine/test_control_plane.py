@@ -5,6 +5,10 @@ component that cannot start is one line naming it and its log."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +16,7 @@ import pytest
 import yaml
 from support import cluster
 from support.cluster import SKIP_REASON, ControlPlane, ControlPlaneError
+from support.paths import TESTS
 
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
@@ -49,9 +54,11 @@ def test_the_api_server_is_ready_at_its_release_and_the_kubeconfig_reaches_it(co
     }
     assert config["users"][0]["user"] == {"token": control_plane.admin_token}
     assert control_plane.server.startswith("https://127.0.0.1:")
-    # The controller-manager made the default namespace's ServiceAccount and its root CA ConfigMap.
+    # The controller-manager made the default namespace's ServiceAccount (the fixture waits for it) and its root
+    # CA ConfigMap (another of its controllers, which may publish it a moment later).
     control_plane.get("/api/v1/namespaces/default/serviceaccounts/default")
-    root_ca = control_plane.get("/api/v1/namespaces/default/configmaps/kube-root-ca.crt")
+    path = "/api/v1/namespaces/default/configmaps/kube-root-ca.crt"
+    root_ca = control_plane.wait_for("kube-root-ca.crt", lambda: _found(control_plane.request("GET", path)))
     assert root_ca["data"]["ca.crt"] == control_plane.ca_path.read_text()
     assert control_plane.ready_seconds > 0
 
@@ -119,6 +126,10 @@ def test_the_scheduler_places_gpu_pods_on_the_kwok_node_with_gpus_up_to_its_capa
     assert "Insufficient nvidia.com/gpu" in _condition(pending, "PodScheduled")["message"]
 
 
+def _found(response: Any) -> dict[str, Any] | None:
+    return response.json() if response.status_code == 200 else None
+
+
 def _condition(pod: dict[str, Any], kind: str) -> dict[str, Any]:
     return next((c for c in pod["status"].get("conditions", []) if c["type"] == kind), {})
 
@@ -134,6 +145,47 @@ def test_stop_ends_every_process_it_started(tmp_path: Path) -> None:
     assert not [pid for pid in _pids() if os.getpgid(pid) in groups], "a process of the test cluster outlived stop()"
     assert sorted(path.name for path in plane.log_dir.iterdir()) == sorted(f"{c}.log" for c in cluster.COMPONENTS)
     assert not (tmp_path / "etcd").exists()
+
+
+STARTER = """
+import sys
+sys.path[:0] = [{tests!r}, {root!r}]
+from pathlib import Path
+from support import cluster
+plane = cluster.start_control_plane(Path({folder!r}))
+print(" ".join(str(process.pid) for process in plane.processes.values()), flush=True)
+sys.stdin.read()
+"""
+"""A process that starts a control plane, prints its components' pids and waits: killed, it runs no `stop()`."""
+
+
+def test_a_test_process_killed_outright_leaves_no_component_behind(tmp_path: Path) -> None:
+    """pytest killed by a CI timeout or by hand runs no finalizer: each component dies with the process that
+    started it (PR_SET_PDEATHSIG), not left holding its ports and memory."""
+    if absent := cluster.missing():
+        pytest.skip(f"{SKIP_REASON}; missing: {', '.join(absent)}")
+    code = STARTER.format(tests=str(TESTS), root=str(TESTS.parent), folder=str(tmp_path / "plane"))
+    starter = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert starter.stdout is not None
+        pids = [int(pid) for pid in starter.stdout.readline().split()]
+        assert len(pids) == len(cluster.COMPONENTS) and all(pid in _pids() for pid in pids)
+    finally:
+        starter.kill()
+        starter.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while (left := [pid for pid in pids if pid in _pids() and not _zombie(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in left:  # not left running after a failure either
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "components outlived the process that started them"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (FileNotFoundError, IndexError):
+        return True
 
 
 def _pids() -> list[int]:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support.engine import Result
 from support.kube_apply import of_kind
-from support.kube_scenario import pods
+from support.kube_scenario import condition, pods, settled
 from support.warm_variant import NODES, Deployed, deploy
 
 from infra.offline.stack_config import StackConfig
@@ -44,6 +44,10 @@ class Update:
     deployed: Deployed
     before: dict[str, Any]
     """The plan of the stack as it was deployed."""
+    cold: list[dict[str, Any]]
+    """ci-training's placeholders once the first `up` returned, its pool created cold (no node yet)."""
+    warmed: list[dict[str, Any]]
+    """The same once its nodes came."""
     jobs: list[dict[str, Any]]
     """The job pods running before the `up`, as the API server held them."""
     preview: Result
@@ -57,6 +61,20 @@ def _scale_path(deployment: dict[str, Any]) -> str:
     return f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments/{meta['name']}/scale"
 
 
+def _placeholder_pods(deployed: Deployed, pool: str) -> list[dict[str, Any]]:
+    deployment = deployed.placeholders(pool)
+    selector = ",".join(f"{k}%3D{v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+    return pods(deployed.plane, deployment["metadata"]["namespace"], selector)
+
+
+def _settled(deployed: Deployed, pool: str, running: bool = False) -> list[dict[str, Any]] | None:
+    """The pool's NODES placeholders once each is Running (`running`) or settled: Running, or Pending with
+    nowhere to go."""
+    found = _placeholder_pods(deployed, pool)
+    done = all(p["status"].get("phase") == "Running" if running else settled(p) for p in found)
+    return found if len(found) == NODES and done else None
+
+
 def _running(deployed: Deployed, pod: dict[str, Any]) -> dict[str, Any] | None:
     meta = pod["metadata"]
     found: dict[str, Any] = deployed.plane.get(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}")
@@ -65,8 +83,11 @@ def _running(deployed: Deployed, pod: dict[str, Any]) -> dict[str, Any] | None:
 
 @pytest.fixture(scope="module")
 def update(tmp_path_factory: pytest.TempPathFactory, dev_stack: StackConfig) -> Iterator[Update]:
-    with deploy(tmp_path_factory.mktemp("safe-updates"), dev_stack) as deployed:
+    with deploy(tmp_path_factory.mktemp("safe-updates"), dev_stack, cold=(SCALED,)) as deployed:
         plane = deployed.plane
+        cold = plane.wait_for(f"{SCALED}'s placeholders settled", functools.partial(_settled, deployed, SCALED))
+        deployed.add_nodes(SCALED)  # as the autoscaler scales the pool up for them
+        warmed = plane.wait_for(f"{SCALED}'s placeholders running", functools.partial(_settled, deployed, SCALED, True))
         scaled = plane.request("PATCH", _scale_path(deployed.placeholders(SCALED)), {"spec": {"replicas": 1}})
         assert scaled.status_code == 200, scaled.text
         jobs = []
@@ -83,7 +104,17 @@ def update(tmp_path_factory: pytest.TempPathFactory, dev_stack: StackConfig) -> 
         preview = deployed.project.pulumi("preview", "--diff", "--json", check=False)
         up = deployed.project.pulumi("up", "--yes", "--skip-preview", check=False)
         again = deployed.project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
-        yield Update(deployed, before, jobs, preview, up, again)
+        yield Update(deployed, before, cold, warmed, jobs, preview, up, again)
+
+
+def test_the_first_up_on_a_cold_pool_waits_for_no_node_and_its_placeholders_take_the_nodes_that_come(
+    update: Update,
+) -> None:
+    """A pool at `min_size` 0 in a window: the `up` returns while its placeholders are Pending (a boot is longer
+    than the provider's wait), and they run one per node once the nodes come."""
+    assert [p["status"]["phase"] for p in update.cold] == ["Pending"] * NODES
+    assert all(condition(p, "PodScheduled").get("reason") == "Unschedulable" for p in update.cold)
+    assert sorted(p["spec"]["nodeName"] for p in update.warmed) == update.deployed.nodes[SCALED]
 
 
 def test_the_up_converges_without_waiting_for_a_placeholder_and_leaves_nothing_to_change(update: Update) -> None:

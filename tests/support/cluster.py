@@ -24,6 +24,7 @@ Kubernetes provider is built into `.engine/providers/` (see `KUBERNETES_PROVIDER
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -475,6 +476,18 @@ def _run(args: list[str]) -> None:
         raise ControlPlaneError(f"test cluster: {' '.join(args[:2])} failed ({done.returncode}): {last}")
 
 
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when the thread that started it ends."""
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+"""libc's prctl, looked up here, in the parent: the child between fork and exec only calls it."""
+
+
+def _die_with_parent() -> None:
+    """In the component, before its exec: SIGKILL when the test process ends, however it ends (a pytest killed by
+    a CI timeout or by hand runs no finalizer, so `stop()` never comes)."""
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _start(plane: ControlPlane, name: str, args: list[str]) -> None:
     """`name` started from .engine/bin in a session (and process group) of its own, its output in its log."""
     log = (plane.log_dir / f"{name}.log").open("wb")
@@ -487,6 +500,7 @@ def _start(plane: ControlPlane, name: str, args: list[str]) -> None:
             cwd=plane.workdir,
             env={"PATH": "/usr/bin:/bin", "HOME": str(plane.workdir), **SUITE_DAY_ENV},  # the suite's rule
             start_new_session=True,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - one system call of a function resolved before the fork
         )
     finally:
         log.close()

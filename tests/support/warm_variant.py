@@ -25,6 +25,7 @@ from infra.offline.harness import run_program
 from infra.offline.stack_config import StackConfig, load_stack_config
 from support.cluster import ControlPlane
 from support.deployed import DEV_SECRETS, fresh_test_cluster
+from support.doubles.kapsule import COLD_POOLS_VARIABLE, node_bodies
 from support.engine import EngineProject, Result
 from support.job_pod import job_pod
 from support.kube_apply import Applier, Release, objects, of_kind, releases
@@ -32,6 +33,7 @@ from support.plans import plan_json
 
 GPU_POOLS = ("ci-compile", "ci-training")
 NODES = 2
+POOL = "scaleway:kubernetes/pool:Pool"
 IMAGE_TAG = "0123abcd"
 """The commit a job pod's image is tagged with (`${CI_COMMIT_SHA}`)."""
 
@@ -72,6 +74,18 @@ class Deployed:
         """The pool's placeholder Deployment, as the plan describes it."""
         (found,) = (d for d in of_kind(self.plan, "Deployment") if d["metadata"]["name"].endswith(pool))
         return found
+
+    def add_nodes(self, pool: str) -> list[str]:
+        """The pool's nodes at `max_size`, added as Kapsule adds them when the autoscaler scales the pool up (a
+        cold pool's: `deploy(cold=...)`); their names."""
+        (inputs,) = (r["inputs"] for r in self.plan["resources"] if r["type"] == POOL and r["inputs"]["name"] == pool)
+        names = []
+        for body in node_bodies(self.platform, inputs):
+            answer = self.plane.request("POST", "/api/v1/nodes", body)
+            assert answer.status_code == 201, answer.text
+            names.append(body["metadata"]["name"])
+        self.nodes = pool_nodes(self.plane)
+        return names
 
     def release(self, pool: str) -> Release:
         (found,) = (r for r in releases(self.plan) if r.values["podLabels"]["gpu-ci/pool"] == pool)
@@ -117,12 +131,13 @@ def pool_nodes(plane: ControlPlane) -> dict[str, list[str]]:
 
 
 @contextmanager
-def deploy(folder: Path, dev_stack: StackConfig) -> Iterator[Deployed]:
+def deploy(folder: Path, dev_stack: StackConfig, *, cold: tuple[str, ...] = ()) -> Iterator[Deployed]:
     """The warm variant deployed by one `pulumi up` to a new test cluster in `folder` (stopped at the end of the
-    block), its offline plan made from the same stack file with the engine's secrets in place."""
+    block), its offline plan made from the same stack file with the engine's secrets in place. The pools of
+    `cold` are created without nodes, as a pool at `min_size` 0 is (`Deployed.add_nodes` adds them)."""
     with fresh_test_cluster(folder / "cluster") as cluster:
         project = EngineProject(folder / "engine", cluster=cluster)
         project.set_platform(warm_platform(dev_stack.get("platform")))
         project.init_stack(DEV_SECRETS)
-        up = project.pulumi("up", "--yes", "--skip-preview")
+        up = project.pulumi("up", "--yes", "--skip-preview", env={COLD_POOLS_VARIABLE: ",".join(cold)})
         yield Deployed(cluster.plane, project, up, *planned(project), pool_nodes(cluster.plane))

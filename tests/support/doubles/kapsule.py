@@ -4,7 +4,8 @@ The program relies on a Kapsule cluster holding more than an empty API server, a
 reliance against a real one (tests/support/cluster.py) instead of assuming it:
 - when the cluster is created, its CNI's CRDs: Cilium's `cilium.io/v2` CustomResourceDefinitions (the program's
   CiliumNetworkPolicies need them), from the Cilium module the build staged (.engine/share/cilium);
-- when a pool is created, its nodes: one kwok Node per node the pool has at `max_size`, with the labels Kapsule
+- when a pool is created, its nodes: one kwok Node per node the pool has at `max_size` (none for a pool of
+  `GPU_CI_TEST_COLD_POOLS`, whose nodes a test adds as the autoscaler would), with the labels Kapsule
   sets (`k8s.scaleway.com/pool-name`, the instance type, the zone) and the pool's own labels and taints, and the
   capacity and allocatable of its node type in the catalog (infra/catalog.py); on a GPU pool `nvidia.com/gpu` is
   what the device plugin advertises under the pool's sharing config: its GPUs times its replicas;
@@ -28,16 +29,22 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import yaml
+
+if TYPE_CHECKING:
+    from infra.model.platform import Platform
 
 ROOT = Path(__file__).resolve().parents[3]
 CILIUM_CRDS = ROOT / ".engine" / "share" / "cilium" / "crds" / "v2"
 KUBECONFIG_VARIABLE = "GPU_CI_TEST_KUBECONFIG"
 GPU_OPERATOR_VARIABLE = "GPU_CI_TEST_GPU_OPERATOR"
 STACK_FILE_VARIABLE = "GPU_CI_TEST_STACK_FILE"
+COLD_POOLS_VARIABLE = "GPU_CI_TEST_COLD_POOLS"
+"""Pools (comma-separated) created without nodes, as a pool at `min_size` 0 is: its nodes come when the autoscaler
+adds them (a test adds them with `node_bodies`)."""
 KAPSULE_MANAGER = "kapsule"
 """The field manager of what Kapsule applies (its CNI's CRDs, the nodes)."""
 HELM_MANAGER = "helm"
@@ -158,19 +165,34 @@ def cluster_created(record: Any) -> None:
 
 
 def pool_created(inputs: dict[str, Any], record: Any) -> None:
-    """The pool's nodes at `max_size`; on the first GPU pool, the GPU operator's CRDs and ClusterPolicy."""
+    """The pool's nodes at `max_size` (none for a pool of `COLD_POOLS_VARIABLE`); on the first GPU pool, the GPU
+    operator's CRDs and ClusterPolicy."""
     from infra.model.platform import load_platform
 
     cluster = Cluster()
     stack = yaml.safe_load(Path(os.environ[STACK_FILE_VARIABLE]).read_text(encoding="utf-8"))
     platform = load_platform(stack["config"]["gpu-ci:platform"])
     pool = platform.pools[inputs["name"]]
-    node = pool.node
     installed: list[str] = []
-    if node.is_gpu:
+    if pool.node.is_gpu:
         with _OPERATOR:
             installed = _gpu_operator(cluster)
     names = []
+    cold = os.environ.get(COLD_POOLS_VARIABLE, "").split(",")
+    for body in [] if pool.name in cold else node_bodies(platform, inputs):
+        response = cluster.request("POST", "/api/v1/nodes", body)
+        if response.status_code not in (201, 409):
+            name = body["metadata"]["name"]
+            raise RuntimeError(f"Kapsule double: Node {name}: {response.status_code} {response.text[:300]}")
+        names.append(body["metadata"]["name"])
+    record("Kapsule", event="pool", pool=pool.name, nodes=names, installed=installed)
+
+
+def node_bodies(platform: Platform, inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Nodes of the pool the node-pool inputs `inputs` make, at its `maxSize`, as Kapsule labels them."""
+    pool = platform.pools[inputs["name"]]
+    node = pool.node
+    bodies = []
     for index in range(int(inputs["maxSize"])):
         name = f"scw-{platform.spec.cluster.name}-{pool.name}-{index}"
         capacity = {"cpu": str(node.vcpus), "memory": f"{node.memory_gib}Gi", "pods": "110"}
@@ -191,18 +213,16 @@ def pool_created(inputs: dict[str, Any], record: Any) -> None:
             REGION_LABEL: inputs.get("region", platform.spec.region),
             **(inputs.get("labels") or {}),
         }
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"taints": [dict(t) for t in inputs.get("taints") or []]},
-            "status": {"capacity": capacity, "allocatable": allocatable},
-        }
-        response = cluster.request("POST", "/api/v1/nodes", body)
-        if response.status_code not in (201, 409):
-            raise RuntimeError(f"Kapsule double: Node {name}: {response.status_code} {response.text[:300]}")
-        names.append(name)
-    record("Kapsule", event="pool", pool=pool.name, nodes=names, installed=installed)
+        bodies.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"taints": [dict(t) for t in inputs.get("taints") or []]},
+                "status": {"capacity": capacity, "allocatable": allocatable},
+            }
+        )
+    return bodies
 
 
 def _gpu_operator(cluster: Cluster) -> list[str]:
