@@ -61,10 +61,28 @@ def build_platform(
             pull_secret_key=(secrets or {}).get(REGISTRY_PULL_SECRET_CONFIG),
         ),
     )
+    # Before the runners: a warm pool's runner names the jobs' PriorityClass, which must exist before its job pods.
+    warm = (
+        WarmCapacity(
+            WARM_COMPONENT,
+            WarmCapacityArgs(
+                pools=platform.warm,
+                settings=spec.warm_capacity,
+                cilium=spec.cluster.cni == "cilium",
+                opened_at=None if now is None else minute_of_week(now, platform.warm[0].time_zone),
+            ),
+            pulumi.ResourceOptions(providers=[kapsule.provider]),
+        )
+        if platform.warm
+        else None
+    )
     runners = RunnerFleet(
         RUNNER_COMPONENT,
         RunnerFleetArgs(
-            runners=[RunnerRelease(r, runner_helm_values(platform, r)) for r in platform.runners.values()],
+            runners=[
+                RunnerRelease(r, runner_helm_values(platform, r), platform.job_priority_class(r))
+                for r in platform.runners.values()
+            ],
             settings=spec.runner,
             gitlab=spec.gitlab,
             region=spec.region,
@@ -73,6 +91,7 @@ def build_platform(
             cilium=spec.cluster.cni == "cilium",
             registry_docker_config=registry.docker_config_json,
             secrets=secrets,
+            priority_classes=warm.priority_classes if warm else {},
         ),
     )
     ci = GitlabCi(
@@ -110,16 +129,6 @@ def build_platform(
             pulumi.ResourceOptions(providers=[kapsule.provider]),
         )
         outputs["gpu_sharing"] = {"config_map": sharing.config_map, "pool_keys": sharing.pool_keys}
-    if platform.warm:
-        warm = WarmCapacity(
-            WARM_COMPONENT,
-            WarmCapacityArgs(
-                pools=platform.warm,
-                settings=spec.warm_capacity,
-                cilium=spec.cluster.cni == "cilium",
-                opened_at=None if now is None else minute_of_week(now, platform.warm[0].time_zone),
-            ),
-            pulumi.ResourceOptions(providers=[kapsule.provider]),
-        )
+    if warm:
         outputs["warm_capacity"] = {"deployments": warm.deployments, "schedules": warm.schedules}
     return outputs

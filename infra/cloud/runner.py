@@ -25,7 +25,7 @@ nor roll back a release whose old pod is still finishing jobs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -71,6 +71,8 @@ class RunnerRelease:
     values: Mapping[str, Any]
     """`infra.render.runner.runner_helm_values`, rendered by `build_platform`; the fleet adds only the manager
     pod's annotations that hold other resources' outputs (`RUNNER_ID_ANNOTATION`, `CACHE_SECRET_ANNOTATION`)."""
+    priority_class: str | None = None
+    """The PriorityClass its config gives the job pods (`Platform.job_priority_class`), if any."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class RunnerFleetArgs:
     """`.dockerconfigjson` for pulling training images (None: public registry, no pull secret)."""
     secrets: Mapping[str, pulumi.Input[str]] | None = None
     """Stack secrets by config key; the cache keys when the spec has a cache."""
+    priority_classes: Mapping[str, pulumi.Resource] = field(default_factory=dict)
+    """The PriorityClasses the runners' configs may name, by name: a release waits for its own (a job pod that
+    names a class the API server does not have yet is refused)."""
 
 
 class RunnerFleet(pulumi.ComponentResource):
@@ -171,6 +176,7 @@ class RunnerFleet(pulumi.ComponentResource):
             RUNNER_ID_ANNOTATION: registration.id,
             **restart_on,
         }
+        priority = [args.priority_classes[release.priority_class]] if release.priority_class else []
         helm = k8s.helm.v3.Release(
             child_name(f"{prefix}release", name),
             name=runner.release_name,
@@ -184,7 +190,7 @@ class RunnerFleet(pulumi.ComponentResource):
             timeout=HELM_TIMEOUT_SECONDS,
             max_history=10,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[namespace, token_secret, *shared]
+                parent=self, provider=args.provider, depends_on=[namespace, token_secret, *shared, *priority]
             ),
         )
         return registration.id, helm.status.apply(lambda status: status.status if status else "")

@@ -82,6 +82,8 @@ class WarmCapacity(pulumi.ComponentResource):
     """`<namespace>/<name>` of each pool's placeholder Deployment, by pool."""
     schedules: dict[str, list[str]]
     """Each pool's CronJob schedules (`<cron> -> <replicas>`, in the workload's time zone)."""
+    priority_classes: dict[str, k8s.scheduling.v1.PriorityClass]
+    """The placeholders' and the jobs' PriorityClasses, by their names."""
 
     def __init__(self, name: str, args: WarmCapacityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(WARM_TOKEN, name, {}, opts)
@@ -94,12 +96,13 @@ class WarmCapacity(pulumi.ComponentResource):
             opts=child,
         )
         inside = pulumi.ResourceOptions(parent=self, depends_on=[space])
+        self.priority_classes = {}
         for base, value, description, preemption in (
             (PLACEHOLDER_CLASS, settings.placeholder_priority, "gpu-ci placeholders: keep warm GPU nodes", "Never"),
             (JOB_CLASS, settings.job_priority, "gpu-ci CI jobs of warm pools: preempt a placeholder", None),
         ):
             # Named with its value: a new value is a new class, created before the old one goes.
-            k8s.scheduling.v1.PriorityClass(
+            self.priority_classes[priority_class_name(base, value)] = k8s.scheduling.v1.PriorityClass(
                 child_name(base, name),
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=priority_class_name(base, value), labels=dict(MANAGED_BY)),
                 value=value,

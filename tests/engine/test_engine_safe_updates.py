@@ -14,6 +14,7 @@ placeholders' image (their pod template), and both priorities (the PriorityClass
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +103,7 @@ def update(tmp_path_factory: pytest.TempPathFactory, dev_stack: StackConfig) -> 
         deployed.project.set_platform(platform)
         deployed.replan()
         preview = deployed.project.pulumi("preview", "--diff", "--json", check=False)
-        up = deployed.project.pulumi("up", "--yes", "--skip-preview", check=False)
+        up = deployed.project.pulumi("up", "--yes", "--skip-preview", "--json", check=False)
         again = deployed.project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
         yield Update(deployed, before, cold, warmed, jobs, preview, up, again)
 
@@ -140,6 +141,36 @@ def test_a_priority_change_is_a_replacement_in_preview_and_plan_diff_alike(updat
     assert {name: plane.get(path + name)["value"] for name in new} == new
     for old in of_kind(update.before, "PriorityClass"):
         assert plane.request("GET", path + old["metadata"]["name"]).status_code == 404, old["metadata"]["name"]
+
+
+def _events(result: Result) -> list[dict[str, Any]]:
+    """The engine's events `up --json` printed, one JSON object a line, in their order."""
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_a_runner_that_names_the_new_job_class_is_updated_once_that_class_exists(update: Update) -> None:
+    """Its job pods name the class: one made while the class is not there would be refused by the API server. As
+    the engine ran it: each runner's update starts after the new class is created (the release depends on it, which
+    the offline plan records: tests/sim/test_feedback_time.py)."""
+    events = _events(update.up)
+    first: dict[tuple[str, str, str], int] = {}  # (event, urn, op) -> its first index
+    for index, event in enumerate(events):
+        for kind in ("resourcePreEvent", "resOutputsEvent"):
+            if kind in event:
+                metadata = event[kind]["metadata"]
+                first.setdefault((kind, metadata["urn"], metadata["op"]), index)
+    (created,) = (
+        i
+        for (kind, urn, op), i in first.items()
+        if (kind, op) == ("resOutputsEvent", "create-replacement") and urn.endswith("PriorityClass::warm-gpu-ci-job")
+    )
+    releases = {
+        urn: i
+        for (kind, urn, op), i in first.items()
+        if kind == "resourcePreEvent" and "helm.sh/v3:Release" in urn and op == "update"
+    }
+    assert len(releases) == 2, releases  # both GPU pools' runners name the new class
+    assert all(created < started for started in releases.values()), (created, releases)
 
 
 def test_the_up_keeps_the_count_the_scaler_set(update: Update) -> None:

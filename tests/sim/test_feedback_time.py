@@ -322,10 +322,13 @@ def test_the_warm_capacity_component_keeps_to_its_namespace_and_its_verbs(
     crons = {r.name: r.inputs["spec"] for r in run.by_type(T.CRON_JOB)}
     assert {spec["schedule"] for spec in crons.values()} == {"45 8 * * 1,2,3,4,5", "0 18 * * 1,2,3,4,5"}
     assert {spec["timeZone"] for spec in crons.values()} == {"Europe/Paris"}
-    # The job pods of warm pools outrank the placeholders.
+    # The job pods of warm pools outrank the placeholders, and their runner is deployed once their class exists
+    # (a job pod naming a class the API server does not have is refused).
+    job_class = next(r.urn for r in run.by_type(T.PRIORITY_CLASS) if r.inputs["metadata"]["name"] == "gpu-ci-job-1000")
     for release in run.by_type(T.HELM_RELEASE):
         config = yaml.safe_load(yaml.safe_dump(release.inputs["values"]))["runners"]["config"]
         assert 'priority_class_name = "gpu-ci-job-1000"' in config
+        assert job_class in release.options["dependencies"], release.name
 
 
 def test_without_warm_windows_nothing_of_it_is_created(dev_run: Any) -> None:
