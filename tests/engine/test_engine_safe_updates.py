@@ -8,7 +8,8 @@ The stack: the warm variant (`support.warm_variant`: both GPU pools at two nodes
 of its own. Before the change, as a working day leaves it: ci-training's placeholders scaled to one by a PATCH of
 their `scale` (what its CronJob sends at a window's step down), and ci-compile's nodes full, a job pod beside each
 placeholder (two GPU replicas a node), so that no placeholder can be added beside the old ones. The change: the
-placeholders' image (their pod template), and both priorities (the PriorityClasses' `value`, immutable).
+placeholders' image (their pod template), and both priorities (the PriorityClasses' `value`, immutable). Last,
+the warm windows switched off by another `up`, the same jobs still running.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 from support.engine import Result
-from support.kube_apply import of_kind
+from support.kube_apply import of_kind, releases
 from support.kube_scenario import condition, pods, settled
 from support.warm_variant import NODES, Deployed, deploy
 
@@ -201,3 +202,46 @@ def test_no_running_job_is_stopped_and_the_placeholders_roll_into_the_slots_they
 
     placed = deployed.plane.wait_for("ci-compile's placeholders rolled", rolled, SETTLE_TIMEOUT)
     assert sorted(p["spec"]["nodeName"] for p in placed) == deployed.nodes[FULL]
+
+
+# Then the warm windows switched off, the same jobs still running (the module's last step: it changes the stack).
+
+
+@dataclass(frozen=True)
+class SwitchedOff:
+    update: Update
+    classes: list[str]
+    """The PriorityClasses before."""
+    up: Result
+    again: Result
+
+
+@pytest.fixture(scope="module")
+def switched_off(update: Update) -> SwitchedOff:
+    deployed = update.deployed
+    classes = [body["metadata"]["name"] for body in of_kind(deployed.plan, "PriorityClass")]
+    platform = deployed.stack_platform()
+    for pool in platform["pools"].values():
+        pool.pop("warm", None)
+    deployed.project.set_platform(platform)
+    deployed.replan()
+    up = deployed.project.pulumi("up", "--yes", "--skip-preview", check=False)
+    again = deployed.project.pulumi("preview", "--diff", "--expect-no-changes", check=False)
+    return SwitchedOff(update, classes, up, again)
+
+
+def test_switching_the_warm_windows_off_removes_what_they_made_and_stops_no_job(switched_off: SwitchedOff) -> None:
+    """One `up`: the placeholders' namespace (its Deployments, CronJobs, scaler) and both classes go, the runners no
+    longer name a class, the running jobs keep running, and nothing is left to change."""
+    assert switched_off.up.returncode == 0, switched_off.up.output
+    assert switched_off.again.returncode == 0, switched_off.again.output
+    deployed = switched_off.update.deployed
+    assert of_kind(deployed.plan, "PriorityClass") == [] and of_kind(deployed.plan, "Deployment") == []
+    plane = deployed.plane
+    assert plane.request("GET", "/api/v1/namespaces/gpu-ci-warm").status_code == 404
+    for name in switched_off.classes:
+        assert plane.request("GET", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}").status_code == 404, name
+    assert all("priority_class_name" not in release.values["runners"]["config"] for release in releases(deployed.plan))
+    for job in switched_off.update.jobs:
+        now = _running(deployed, job)
+        assert now is not None and now["metadata"]["uid"] == job["metadata"]["uid"], job["metadata"]["name"]
