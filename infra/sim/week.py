@@ -37,7 +37,7 @@ from infra.sim.engine import simulate
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.results import SimResult
 from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner
-from infra.sim.verdict import Waits, exact_target
+from infra.sim.verdict import Waits, exact_target, sorted_exact
 
 if TYPE_CHECKING:
     from infra.model.platform import Platform
@@ -335,7 +335,7 @@ def percentile(values: Sequence[Fraction], q: int) -> Fraction | None:
     """The nearest-rank percentile (the smallest value with at least q % of the values at or below it)."""
     if not values:
         return None
-    ordered = sorted(values)
+    ordered = sorted_exact(values)
     return ordered[max(0, math.ceil(q * len(ordered) / 100) - 1)]
 
 
