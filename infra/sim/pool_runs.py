@@ -23,7 +23,7 @@ from infra.sim.arrivals import DAYS
 from infra.sim.engine import Dispatched, ms_minutes, simulate_states
 from infra.sim.levers import Levers
 from infra.sim.platform_scenario import PlannedJob, scenario
-from infra.sim.scenario import MS_PER_MINUTE, Scenario
+from infra.sim.scenario import MS_PER_MINUTE, Scenario, SimJob
 from infra.sim.state import JobState
 
 MINUTES_PER_WEEK = DAYS * 24 * 60
@@ -76,7 +76,7 @@ class Week:
     def __post_init__(self) -> None:
         totals = tuple(total for total, _, _ in self.waits)
         object.__setattr__(self, "totals", totals)
-        if all(MS_PER_MINUTE % total.denominator == 0 for total in totals):
+        if self.totals_ms is None and all(MS_PER_MINUTE % total.denominator == 0 for total in totals):
             object.__setattr__(
                 self, "totals_ms", tuple(total.numerator * (MS_PER_MINUTE // total.denominator) for total in totals)
             )
@@ -135,6 +135,17 @@ class PoolRuns:
         """By the scenario's hash, worked out once per lookup (a scenario's hash walks every job's Fractions)."""
         self.simulated = 0
         """Scenarios actually dispatched (a cached one is not counted again)."""
+        self.job_hashes: dict[int, tuple[tuple[SimJob, ...], int]] = {}
+        """Each jobs tuple's hash, by the tuple (kept, to check it is the same one): `scenario` hands every candidate
+        of a week the same tuple, whose hash walks every job's Fractions."""
+
+    def _hash(self, built: Scenario) -> int:
+        """`hash(built)`'s equal: a scenario's parts hashed, its jobs' tuple once (equal scenarios hash alike)."""
+        jobs = built.jobs
+        known = self.job_hashes.get(id(jobs))
+        if known is None or known[0] is not jobs:
+            known = self.job_hashes[id(jobs)] = (jobs, hash(jobs))
+        return hash((built.pools, built.runners, known[1], built.upgrades, built.manager_restart_minutes))
 
     def run(
         self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob], *, week: int = 0
@@ -151,7 +162,7 @@ class PoolRuns:
     ) -> Week:
         """One variant of the pool's week (dispatched once per scenario)."""
         built = pool_scenario(platform, pool, jobs, variant, week=week)
-        bucket = self.cache.setdefault(hash(built), [])
+        bucket = self.cache.setdefault(self._hash(built), [])
         for scenario_run, cached in bucket:
             if scenario_run == built:
                 return cached
@@ -206,6 +217,7 @@ def week_of(built: Scenario, jobs: Sequence[PlannedJob], states: Dispatched) -> 
     runs = [j.ended - j.started for j in records if j.started is not None and j.reason is None and j.ended is not None]
     return Week(
         waits=tuple((ms_minutes(total), ms_minutes(slot), ms_minutes(node)) for total, slot, node in waits),
+        totals_ms=tuple(total for total, _, _ in waits),
         failed=sum(1 for j in records if j.reason is not None and not j.retried),
         scaled_node_minutes=scaled,
         capped=simulated.peak_nodes >= pool.max_nodes or held_by_shared >= shared.concurrent,

@@ -342,7 +342,7 @@ def _check_runners(runners: tuple[SimRunner, ...], pool_names: set[str]) -> set[
 _CHECKED_JOBS: dict[tuple[int, frozenset[str]], tuple[tuple[SimJob, ...], list[tuple[int, int]]]] = {}
 """`_check_jobs`' answers by the jobs' tuple (kept, to check it is the same one) and the pools' names: the search
 dispatches one week's jobs (the same tuple, `infra.sim.platform_scenario`) under hundreds of candidates."""
-_CHECKED_JOBS_KEPT = 64
+_CHECKED_JOBS_KEPT = 512
 
 
 def _checked_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> list[tuple[int, int]]:

@@ -33,7 +33,7 @@ from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
 from infra.sim.arrivals import DAYS, week_jobs
 from infra.sim.burst import BurstTimeline, busiest_burst
-from infra.sim.engine import simulate
+from infra.sim.engine import simulate_spec
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.results import SimResult
 from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner
@@ -283,7 +283,7 @@ def simulate_week(platform: Platform) -> CostReport | None:
     if workload is None:
         return None
     jobs = week_jobs(platform)
-    result = simulate(scenario(platform, jobs))
+    result = simulate_spec(scenario(platform, jobs))
     return week_report(platform, jobs, result)
 
 
@@ -415,7 +415,7 @@ def _baseline(platform: Platform, jobs: Sequence[PlannedJob]) -> Baseline:
         SimJob(index, job.name, frozenset({"old"}), pool.name, job.minutes, created_minute=job.created_minute)
         for index, job in enumerate(jobs, start=1)
     )
-    result = simulate(Scenario(pools=(pool,), runners=(runner,), jobs=old_jobs))
+    result = simulate_spec(Scenario(pools=(pool,), runners=(runner,), jobs=old_jobs))
     price = node.eur_per_hour + sum((catalog[t].eur_per_hour for t in baseline.idle_node_types), Fraction(0))
     return Baseline(
         node_type=baseline.node_type,

@@ -24,7 +24,7 @@ from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
 from infra.sim.arrivals import week_jobs
 from infra.sim.blind import BlindPool, blind_pools
-from infra.sim.engine import simulate
+from infra.sim.engine import simulate_spec
 from infra.sim.platform_scenario import scenario
 from infra.sim.target_bound import WeekFloor
 from infra.sim.target_cost import TargetCost, bound_pools, target_cost, week_bound
@@ -198,7 +198,7 @@ def simulate_weeks(
         built = scenario(
             platform, jobs, slower=slower, late_boot=late_boot, cold_start_minutes=cold_start_minutes, week=week
         )
-        result = simulate(built)
+        result = simulate_spec(built)
         for row in class_waits(jobs, result):
             per_class[row.job_class].append(row.waits)
         scaled = sum(
