@@ -46,9 +46,15 @@ def week_jobs(platform: Platform, *, week: int = 0) -> list[PlannedJob]:
     """Week number `week` of the spec's workload, in queue order (empty without a workload): week 0 is the one
     `plan` has always simulated; each other is drawn independently, from the same names and its number, so two
     specs with the same workload are simulated on the same weeks (common random numbers)."""
+    return list(shared_week_jobs(platform, week=week))
+
+
+def shared_week_jobs(platform: Platform, *, week: int = 0) -> tuple[PlannedJob, ...]:
+    """`week_jobs` as the one tuple this process keeps for the week (its jobs are frozen): the memos keyed by a
+    jobs tuple (`infra.sim.platform_scenario.scenario`'s, the engine's checks) find it again from plan to plan."""
     workload = platform.spec.workload
     if workload is None:
-        return []
+        return ()
     # what the week is made of: the workload as written, and the families of the profiles the platform has
     key = (workload.model_dump_json(), tuple((name, p.families) for name, p in sorted(platform.profiles.items())), week)
     found = _WEEKS.get(key)
@@ -57,7 +63,7 @@ def week_jobs(platform: Platform, *, week: int = 0) -> list[PlannedJob]:
         if len(_WEEKS) >= _WEEKS_KEPT:
             _WEEKS.clear()
         _WEEKS[key] = found
-    return list(found)
+    return found
 
 
 _WEEKS: dict[tuple[object, ...], tuple[PlannedJob, ...]] = {}

@@ -98,9 +98,22 @@ def week_bound(
         for job in jobs
     ]
     requests = sum(1 for _, job in placed if job.merge_request)
-    return week_floor(
-        found, placed, exact_target(target), allowed_over=allowed_over(requests), fixed_eur=fixed_eur(platform, found)
-    )
+    key = (tuple(found), tuple(placed), exact_target(target), allowed_over(requests), fixed_eur(platform, found))
+    floor = _FLOORS.get(key)
+    if floor is None:
+        pools_key, jobs_key, target_key, over, fixed = key
+        floor = week_floor(pools_key, jobs_key, target_key, allowed_over=over, fixed_eur=fixed)
+        if len(_FLOORS) >= _FLOORS_KEPT:
+            _FLOORS.clear()
+        _FLOORS[key] = floor
+    return floor
+
+
+_FLOORS: dict[tuple[object, ...], WeekFloor] = {}
+"""`week_bound`'s bounds by what they are worked out from (frozen, of one type each: the platform's pools as the
+bound sees them, the week's jobs, the target, the p95's allowance, the fixed pools' cost): a plan bounds its 20
+weeks, and the plans of specs alike and their searches bound the same weeks again."""
+_FLOORS_KEPT = 256
 
 
 def _mr(job: PlannedJob) -> bool:

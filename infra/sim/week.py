@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
-from infra.sim.arrivals import DAYS, week_jobs
+from infra.sim.arrivals import DAYS, shared_week_jobs
 from infra.sim.burst import BurstTimeline, busiest_burst
 from infra.sim.engine import simulate_spec
 from infra.sim.platform_scenario import PlannedJob, scenario
@@ -282,7 +282,7 @@ def simulate_week(platform: Platform) -> CostReport | None:
     workload = platform.spec.workload
     if workload is None:
         return None
-    jobs = week_jobs(platform)
+    jobs = shared_week_jobs(platform)
     result = simulate_spec(scenario(platform, jobs))
     return week_report(platform, jobs, result)
 
@@ -307,7 +307,26 @@ def week_report(platform: Platform, jobs: Sequence[PlannedJob], result: SimResul
 
 
 def class_waits(jobs: Sequence[PlannedJob], result: SimResult) -> tuple[ClassWaits, ...]:
-    """Per class: the jobs' waits over their attempts (`SimResult.waits`), until they ran."""
+    """Per class: the jobs' waits over their attempts (`SimResult.waits`), until they ran. Remembered for the last
+    results (`infra.sim.engine.simulate_spec` hands the plans of specs alike the same result, frozen) and the jobs'
+    classes, all they read of the jobs."""
+    classes = tuple(job.job_class for job in jobs)
+    key = (id(result), classes)
+    known = _CLASS_WAITS.get(key)
+    if known is not None and known[0] is result:
+        return known[1]
+    rows = _class_waits(jobs, result)
+    if len(_CLASS_WAITS) >= _CLASS_WAITS_KEPT:
+        _CLASS_WAITS.clear()
+    _CLASS_WAITS[key] = (result, rows)
+    return rows
+
+
+_CLASS_WAITS: dict[tuple[int, tuple[str, ...]], tuple[SimResult, tuple[ClassWaits, ...]]] = {}
+_CLASS_WAITS_KEPT = 128
+
+
+def _class_waits(jobs: Sequence[PlannedJob], result: SimResult) -> tuple[ClassWaits, ...]:
     waits = result.waits()
     finals = result.finals
     rows = []
