@@ -128,14 +128,16 @@ class PoolRun:
 
 
 class PoolRuns:
-    """Runs pools' candidates, each scenario once."""
+    """Runs pools' candidates, each scenario once in the process: the pool weeks are kept for every search (the
+    `--keep-sizes` search of a stack dispatches many of the weeks its full search did, and `recommend --write`
+    searches the stack `recommend` did)."""
 
     def __init__(self) -> None:
-        self.cache: dict[int, list[tuple[Scenario, Week]]] = {}
+        self.cache = _POOL_WEEKS
         """By the scenario's hash, worked out once per lookup (a scenario's hash walks every job's Fractions)."""
         self.simulated = 0
-        """Scenarios actually dispatched (a cached one is not counted again)."""
-        self.job_hashes: dict[int, tuple[tuple[SimJob, ...], int]] = {}
+        """Scenarios this one dispatched (a cached one is not counted again)."""
+        self.job_hashes = _JOB_HASHES
         """Each jobs tuple's hash, by the tuple (kept, to check it is the same one): `scenario` hands every candidate
         of a week the same tuple, whose hash walks every job's Fractions."""
 
@@ -144,6 +146,8 @@ class PoolRuns:
         jobs = built.jobs
         known = self.job_hashes.get(id(jobs))
         if known is None or known[0] is not jobs:
+            if len(self.job_hashes) >= _KEPT:
+                self.job_hashes.clear()
             known = self.job_hashes[id(jobs)] = (jobs, hash(jobs))
         return hash((built.pools, built.runners, known[1], built.upgrades, built.manager_restart_minutes))
 
@@ -160,16 +164,27 @@ class PoolRuns:
     def week(
         self, platform: Platform, pool: str, jobs: Sequence[PlannedJob], variant: Variant, *, week: int = 0
     ) -> Week:
-        """One variant of the pool's week (dispatched once per scenario)."""
+        """One variant of the pool's week (dispatched once per scenario and jobs' classes: a week reads which of
+        its jobs are merge requests)."""
         built = pool_scenario(platform, pool, jobs, variant, week=week)
+        classes = tuple(job.job_class for job in jobs)
         bucket = self.cache.setdefault(self._hash(built), [])
-        for scenario_run, cached in bucket:
-            if scenario_run == built:
+        for scenario_run, classes_run, cached in bucket:
+            if scenario_run == built and classes_run == classes:
                 return cached
         self.simulated += 1
         found = week_of(built, jobs, simulate_states(built))
-        bucket.append((built, found))
+        if len(self.cache) >= _KEPT:
+            self.cache.clear()
+            bucket = self.cache.setdefault(self._hash(built), [])
+        bucket.append((built, classes, found))
         return found
+
+
+_KEPT = 4096
+"""Pool weeks kept (a search of the dev stack dispatches some 1,800; a week is a few kilobytes)."""
+_POOL_WEEKS: dict[int, list[tuple[Scenario, tuple[str, ...], Week]]] = {}
+_JOB_HASHES: dict[int, tuple[tuple[SimJob, ...], int]] = {}
 
 
 def pool_scenario(
