@@ -151,6 +151,19 @@ class PoolRuns:
             known = self.job_hashes[id(jobs)] = (jobs, hash(jobs))
         return hash((built.pools, built.runners, known[1], built.upgrades, built.manager_restart_minutes))
 
+    @staticmethod
+    def _classes(jobs: Sequence[PlannedJob]) -> tuple[str, ...]:
+        """The jobs' classes, once per jobs tuple (kept, to check it is the same one): every candidate of a week
+        asks with the same tuple."""
+        if not isinstance(jobs, tuple):
+            return tuple(job.job_class for job in jobs)
+        known = _JOB_CLASSES.get(id(jobs))
+        if known is None or known[0] is not jobs:
+            if len(_JOB_CLASSES) >= _KEPT:
+                _JOB_CLASSES.clear()
+            known = _JOB_CLASSES[id(jobs)] = (jobs, tuple(job.job_class for job in jobs))
+        return known[1]
+
     def run(
         self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob], *, week: int = 0
     ) -> PoolRun:
@@ -167,7 +180,7 @@ class PoolRuns:
         """One variant of the pool's week (dispatched once per scenario and jobs' classes: a week reads which of
         its jobs are merge requests)."""
         built = pool_scenario(platform, pool, jobs, variant, week=week)
-        classes = tuple(job.job_class for job in jobs)
+        classes = self._classes(jobs)
         bucket = self.cache.setdefault(self._hash(built), [])
         for scenario_run, classes_run, cached in bucket:
             if scenario_run == built and classes_run == classes:
@@ -185,6 +198,7 @@ _KEPT = 4096
 """Pool weeks kept (a search of the dev stack dispatches some 1,800; a week is a few kilobytes)."""
 _POOL_WEEKS: dict[int, list[tuple[Scenario, tuple[str, ...], Week]]] = {}
 _JOB_HASHES: dict[int, tuple[tuple[SimJob, ...], int]] = {}
+_JOB_CLASSES: dict[int, tuple[tuple[PlannedJob, ...], tuple[str, ...]]] = {}
 
 
 def pool_scenario(
