@@ -112,15 +112,13 @@ class _Simulation:
         """`times`: each job's run time and creation in milliseconds, in `scenario.jobs` order (as
         `checked_job_times` found them)."""
         self.restart = to_ms("manager_restart_minutes", scenario.manager_restart_minutes)
-        self.jobs = {
-            j.id: JobState(j, work, j.exact_utilization, created)
-            for j, (work, created) in zip(scenario.jobs, times, strict=True)
-        }
+        self.jobs = {}
         # jobs alike share `JobState.rates`: by the utilization as given (a float's hash is C's, a Fraction's Python's)
         tables: dict[tuple[object, str], dict[int, tuple[int, int]]] = {}
-        for job in self.jobs.values():
+        for j, (work, created) in zip(scenario.jobs, times, strict=True):
+            job = self.jobs[j.id] = JobState(j, work, j.exact_utilization, created, first_id=j.id)
             if job.utilization is not None:
-                job.rates = tables.setdefault((job.spec.gpu_utilization, job.spec.pool), {})
+                job.rates = tables.setdefault((j.gpu_utilization, j.pool), {})
         sharers = max(p.full_gpu for p in scenario.pools)
         attempts = len(self.jobs) * (1 + max((j.retry_max for j in scenario.jobs), default=0))
         budget = 16 + attempts * (12 + 2 * sharers)
@@ -138,7 +136,6 @@ class _Simulation:
         self.next_id = max(self.jobs, default=0) + 1
         """GitLab's next build id: a retry is a new job at the end of the queue."""
         for job in self.jobs.values():
-            job.first_id = job.spec.id
             self.schedule.push(job.created, CREATED, job)
         for upgrade in scenario.upgrades:
             self.schedule.push(to_ms("at", upgrade.at_minute), UPGRADE, upgrade)
@@ -246,8 +243,9 @@ class _Simulation:
             for runner in self.runners:
                 if runner.starved:
                     continue
+                concurrent = runner.spec.concurrent
                 for manager in runner.managers:
-                    if not manager.has_free_slot:
+                    if not (manager.accepting and manager.held < concurrent):  # `has_free_slot`, without the call
                         continue
                     job = self.queue.next_for(runner)
                     if job is None:
