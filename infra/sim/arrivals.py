@@ -21,6 +21,7 @@ YAML order).
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from fractions import Fraction
@@ -29,7 +30,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from infra.config.schedule import MINUTES_PER_DAY
-from infra.config.workload import LEGACY_KIND, Z99, KindLoadSpec, ProfileLoadSpec
+from infra.config.workload import LEGACY_KIND, Z99, KindLoadSpec, ProfileLoadSpec, WorkloadSpec
 from infra.quantity import exact_decimal
 from infra.sim.platform_scenario import PlannedJob
 
@@ -45,9 +46,33 @@ def week_jobs(platform: Platform, *, week: int = 0) -> list[PlannedJob]:
     """Week number `week` of the spec's workload, in queue order (empty without a workload): week 0 is the one
     `plan` has always simulated; each other is drawn independently, from the same names and its number, so two
     specs with the same workload are simulated on the same weeks (common random numbers)."""
+    return list(shared_week_jobs(platform, week=week))
+
+
+def shared_week_jobs(platform: Platform, *, week: int = 0) -> tuple[PlannedJob, ...]:
+    """`week_jobs` as the one tuple this process keeps for the week (its jobs are frozen): the memos keyed by a
+    jobs tuple (`infra.sim.platform_scenario.scenario`'s, the engine's checks) find it again from plan to plan."""
     workload = platform.spec.workload
     if workload is None:
-        return []
+        return ()
+    # what the week is made of: the workload as written, and the families of the profiles the platform has
+    key = (workload.model_dump_json(), tuple((name, p.families) for name, p in sorted(platform.profiles.items())), week)
+    found = _WEEKS.get(key)
+    if found is None:
+        found = tuple(_week_jobs(platform, workload, week))
+        if len(_WEEKS) >= _WEEKS_KEPT:
+            _WEEKS.clear()
+        _WEEKS[key] = found
+    return found
+
+
+_WEEKS: dict[tuple[object, ...], tuple[PlannedJob, ...]] = {}
+"""`week_jobs`' weeks by what they are drawn from (frozen jobs): a plan simulates the spec's 20 weeks, and a
+search, its bound and its confirmations draw the same weeks again, each some thousands of seeded draws."""
+_WEEKS_KEPT = 256
+
+
+def _week_jobs(platform: Platform, workload: WorkloadSpec, week: int) -> list[PlannedJob]:
     jobs: list[tuple[Fraction, int, PlannedJob]] = []
     for name, load in sorted(workload.profiles.items()):
         if name not in platform.profiles:
@@ -121,12 +146,18 @@ def _days(kind: KindLoadSpec) -> list[tuple[int, tuple[int, int]]]:
 
 def run_minutes(kind: KindLoadSpec, seed: int) -> Fraction:
     """One job's run time alone on its GPU, to 0.1 min: the median, or a log-normal draw cut at the p99."""
-    median = exact_decimal(kind.minutes_per_job)
-    if not kind.sigma:
-        return median
+    sigma = kind.sigma
+    if not sigma:
+        return _exact(kind.minutes_per_job)
     quantile = min(max(Random(seed).random(), 1 - _TOP), _TOP)
-    minutes = kind.minutes_per_job * math.exp(kind.sigma * _NORMAL.inv_cdf(quantile))
+    minutes = kind.minutes_per_job * math.exp(sigma * _NORMAL.inv_cdf(quantile))
     return Fraction(round(minutes * 10), 10)
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _exact(minutes: float) -> Fraction:
+    """`exact_decimal`, remembered: a kind's median, for each of its jobs."""
+    return exact_decimal(minutes)
 
 
 def _week(week: int) -> tuple[str, ...]:

@@ -14,7 +14,8 @@ k-th draw, so two specs simulated on the same week boot their k-th node alike (c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from fractions import Fraction
 from random import Random
 from statistics import NormalDist
@@ -32,6 +33,9 @@ class Boots:
     p90: Fraction | None = None
     most: Fraction | None = None
     late: Fraction = Fraction(0)
+    ms: dict[int | None, int] = field(default_factory=dict, compare=False, repr=False)
+    """A boot in milliseconds by its draw in tenths of a minute (None: the median's), as `BootDraws.next_ms` found
+    it: the runs of one pool's figures share them (the figures are frozen, the conversion exact)."""
 
     @property
     def sigma(self) -> float:
@@ -69,14 +73,31 @@ class BootDraws:
     def __init__(self, boots: Boots, generator: Random | None) -> None:
         self.boots, self.generator = boots, generator
         self.low, self.high = boots.fastest - boots.late, boots.slowest - boots.late
+        self.sigma, self.median = boots.sigma, float(boots.median)
 
     def next_minutes(self) -> Fraction:
-        boots = self.boots
+        return self._minutes(self._next_tenths())
+
+    def next_ms(self, to_ms: Callable[[Fraction], int]) -> int:
+        """`to_ms(self.next_minutes())`, the same draw, its conversion remembered by the draw's tenths."""
+        tenths = self._next_tenths()
+        known = self.boots.ms.get(tenths)
+        if known is None:
+            known = self.boots.ms[tenths] = to_ms(self._minutes(tenths))
+        return known
+
+    def _next_tenths(self) -> int | None:
+        """The next draw in tenths of a minute, before its cut (None: no spread, every boot the median)."""
         if self.generator is None:
-            return boots.median + boots.late
+            return None
         z = _NORMAL.inv_cdf(min(max(self.generator.random(), 1e-12), 1 - 1e-12))
-        drawn = _tenth(float(boots.median) * math.exp(boots.sigma * z))
-        return min(max(drawn, self.low), self.high) + boots.late
+        return round(self.median * math.exp(self.sigma * z) * 10)  # `_tenth`'s
+
+    def _minutes(self, tenths: int | None) -> Fraction:
+        boots = self.boots
+        if tenths is None:
+            return boots.median + boots.late
+        return min(max(Fraction(tenths, 10), self.low), self.high) + boots.late
 
 
 def _tenth(minutes: float) -> Fraction:

@@ -46,6 +46,10 @@ def slowdown(utilization: Fraction | None, sharers: int, *, mps: bool, replicas:
     return max(FULL_SPEED, utilization * (replicas if mps else sharers))  # FULL_SPEED itself when it is the max
 
 
+def _boot_ms(minutes: Fraction) -> int:
+    return to_ms("boot", minutes)
+
+
 class Cluster:
     """The pools' nodes, their pods and GPUs, and the autoscaler; it schedules its own events."""
 
@@ -111,7 +115,8 @@ class Cluster:
                     pool.pending.popleft()
                     continue
                 node = pool.least_allocated()
-                if node is None and (node := pool.preemptible()) is not None:
+                # a placeholder only ever holds a node of a pool with warm windows
+                if node is None and pool.spec.warm_windows and (node := pool.preemptible()) is not None:
                     node.placeholder = False  # preempted: its Deployment recreates it, Pending
                     pool.placed -= 1
                 if node is None:
@@ -245,7 +250,7 @@ class Cluster:
             pool,
             f"{pool.spec.name}-{len(pool.nodes) + 1}",
             now,
-            now if warm else now + to_ms("boot", pool.draws.next_minutes()),
+            now if warm else now + pool.draws.next_ms(_boot_ms),
             warm,
             [[] for _ in range(pool.spec.gpus_per_node)],
         )

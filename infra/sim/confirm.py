@@ -68,6 +68,9 @@ class WeeksCheck:
     """Each simulated candidate's platform (the spec changed by its levers)."""
     confirmations: dict[tuple[object, ...], Confirmation] = field(default_factory=dict)
     week_jobs: dict[int, dict[str, tuple[PlannedJob, ...]]] = field(default_factory=dict)
+    pool_weeks: dict[tuple[str, Levers, int, str], Week] = field(default_factory=dict)
+    """Each candidate pool run's week, by its pool, levers, week and variant: asked again for every combination
+    it is in, without building its scenario again to find it in the runner's cache."""
 
     def confirm(self, combination: Combination, *, full: bool = False) -> Confirmation:
         """The combination over the weeks, every variant: a week meets the target when its merge-request jobs
@@ -119,6 +122,13 @@ class WeeksCheck:
     def _pool_week(self, run: PoolRun, week: int, variant: Variant) -> Week:
         if week == 0:
             return run.weeks[VARIANTS.index(variant)]
+        key = (run.pool, run.levers, week, variant.name)
+        found = self.pool_weeks.get(key)
+        if found is None:
+            found = self.pool_weeks[key] = self._simulated_week(run, week, variant)
+        return found
+
+    def _simulated_week(self, run: PoolRun, week: int, variant: Variant) -> Week:
         if week not in self.week_jobs:
             jobs = week_jobs(self.platform, week=week)
             pool_of = {

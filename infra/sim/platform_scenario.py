@@ -205,7 +205,7 @@ _SIM_JOBS: dict[tuple[object, ...], tuple[Sequence[PlannedJob], tuple[SimJob, ..
 """`scenario`'s jobs by what they are made of (the jobs, kept to check it is the same sequence; the variant's
 `slower`; the tags and pool of each profile; the utilizations): the search builds the same week's jobs for every
 candidate, whose levers leave them alone, and a week's thousands of jobs cost a tenth of its search."""
-_SIM_JOBS_KEPT = 64
+_SIM_JOBS_KEPT = 512
 
 
 def _sim_jobs(

@@ -23,7 +23,7 @@ from infra.sim.arrivals import DAYS
 from infra.sim.engine import Dispatched, ms_minutes, simulate_states
 from infra.sim.levers import Levers
 from infra.sim.platform_scenario import PlannedJob, scenario
-from infra.sim.scenario import MS_PER_MINUTE, Scenario
+from infra.sim.scenario import MS_PER_MINUTE, Scenario, SimJob
 from infra.sim.state import JobState
 
 MINUTES_PER_WEEK = DAYS * 24 * 60
@@ -69,9 +69,17 @@ class Week:
     """Merge-request jobs lost for good: each over any target (`infra.sim.verdict`)."""
     totals: tuple[Fraction, ...] = field(default=(), compare=False)
     """The waits' totals, sorted (for `over`)."""
+    totals_ms: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
+    """The same in whole milliseconds (None: one is not whole): `over` compares ints, not Fractions (the search
+    asks it of every run at every level, some 400,000 times for the dev stack)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "totals", tuple(total for total, _, _ in self.waits))
+        totals = tuple(total for total, _, _ in self.waits)
+        object.__setattr__(self, "totals", totals)
+        if self.totals_ms is None and all(MS_PER_MINUTE % total.denominator == 0 for total in totals):
+            object.__setattr__(
+                self, "totals_ms", tuple(total.numerator * (MS_PER_MINUTE // total.denominator) for total in totals)
+            )
 
     @property
     def requests(self) -> int:
@@ -80,7 +88,11 @@ class Week:
 
     def over(self, target: Fraction) -> int:
         """Merge-request jobs over `target`: those that waited longer, and every lost one."""
-        return self.lost + len(self.totals) - bisect_right(self.totals, target)
+        if self.totals_ms is None:
+            return self.lost + len(self.totals) - bisect_right(self.totals, target)
+        # a total of t ms is within the target when t <= target x MS_PER_MINUTE, that is t <= its floor (t whole)
+        within = target.numerator * MS_PER_MINUTE // target.denominator
+        return self.lost + len(self.totals_ms) - bisect_right(self.totals_ms, within)
 
 
 @dataclass(frozen=True)
@@ -116,13 +128,41 @@ class PoolRun:
 
 
 class PoolRuns:
-    """Runs pools' candidates, each scenario once."""
+    """Runs pools' candidates, each scenario once in the process: the pool weeks are kept for every search (the
+    `--keep-sizes` search of a stack dispatches many of the weeks its full search did, and `recommend --write`
+    searches the stack `recommend` did)."""
 
     def __init__(self) -> None:
-        self.cache: dict[int, list[tuple[Scenario, Week]]] = {}
+        self.cache = _POOL_WEEKS
         """By the scenario's hash, worked out once per lookup (a scenario's hash walks every job's Fractions)."""
         self.simulated = 0
-        """Scenarios actually dispatched (a cached one is not counted again)."""
+        """Scenarios this one dispatched (a cached one is not counted again)."""
+        self.job_hashes = _JOB_HASHES
+        """Each jobs tuple's hash, by the tuple (kept, to check it is the same one): `scenario` hands every candidate
+        of a week the same tuple, whose hash walks every job's Fractions."""
+
+    def _hash(self, built: Scenario) -> int:
+        """`hash(built)`'s equal: a scenario's parts hashed, its jobs' tuple once (equal scenarios hash alike)."""
+        jobs = built.jobs
+        known = self.job_hashes.get(id(jobs))
+        if known is None or known[0] is not jobs:
+            if len(self.job_hashes) >= _KEPT:
+                self.job_hashes.clear()
+            known = self.job_hashes[id(jobs)] = (jobs, hash(jobs))
+        return hash((built.pools, built.runners, known[1], built.upgrades, built.manager_restart_minutes))
+
+    @staticmethod
+    def _classes(jobs: Sequence[PlannedJob]) -> tuple[str, ...]:
+        """The jobs' classes, once per jobs tuple (kept, to check it is the same one): every candidate of a week
+        asks with the same tuple."""
+        if not isinstance(jobs, tuple):
+            return tuple(job.job_class for job in jobs)
+        known = _JOB_CLASSES.get(id(jobs))
+        if known is None or known[0] is not jobs:
+            if len(_JOB_CLASSES) >= _KEPT:
+                _JOB_CLASSES.clear()
+            known = _JOB_CLASSES[id(jobs)] = (jobs, tuple(job.job_class for job in jobs))
+        return known[1]
 
     def run(
         self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob], *, week: int = 0
@@ -137,16 +177,28 @@ class PoolRuns:
     def week(
         self, platform: Platform, pool: str, jobs: Sequence[PlannedJob], variant: Variant, *, week: int = 0
     ) -> Week:
-        """One variant of the pool's week (dispatched once per scenario)."""
+        """One variant of the pool's week (dispatched once per scenario and jobs' classes: a week reads which of
+        its jobs are merge requests)."""
         built = pool_scenario(platform, pool, jobs, variant, week=week)
-        bucket = self.cache.setdefault(hash(built), [])
-        for scenario_run, cached in bucket:
-            if scenario_run == built:
+        classes = self._classes(jobs)
+        bucket = self.cache.setdefault(self._hash(built), [])
+        for scenario_run, classes_run, cached in bucket:
+            if scenario_run == built and classes_run == classes:
                 return cached
         self.simulated += 1
         found = week_of(built, jobs, simulate_states(built))
-        bucket.append((built, found))
+        if len(self.cache) >= _KEPT:
+            self.cache.clear()
+            bucket = self.cache.setdefault(self._hash(built), [])
+        bucket.append((built, classes, found))
         return found
+
+
+_KEPT = 4096
+"""Pool weeks kept (a search of the dev stack dispatches some 1,800; a week is a few kilobytes)."""
+_POOL_WEEKS: dict[int, list[tuple[Scenario, tuple[str, ...], Week]]] = {}
+_JOB_HASHES: dict[int, tuple[tuple[SimJob, ...], int]] = {}
+_JOB_CLASSES: dict[int, tuple[tuple[PlannedJob, ...], tuple[str, ...]]] = {}
 
 
 def pool_scenario(
@@ -194,6 +246,7 @@ def week_of(built: Scenario, jobs: Sequence[PlannedJob], states: Dispatched) -> 
     runs = [j.ended - j.started for j in records if j.started is not None and j.reason is None and j.ended is not None]
     return Week(
         waits=tuple((ms_minutes(total), ms_minutes(slot), ms_minutes(node)) for total, slot, node in waits),
+        totals_ms=tuple(total for total, _, _ in waits),
         failed=sum(1 for j in records if j.reason is not None and not j.retried),
         scaled_node_minutes=scaled,
         capped=simulated.peak_nodes >= pool.max_nodes or held_by_shared >= shared.concurrent,

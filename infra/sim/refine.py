@@ -312,16 +312,19 @@ def seed_levers(
     schedule: Grid = {}
     for days, rates in groups:
         counts = [0] * SLOTS
+        # each floor's segments as (ready, end) rounded out to whole minutes, which the half-hours' bounds are:
+        # for a whole minute m, ready < m exactly when floor(ready) < m, end > m when ceil(end) > m
+        spans = []
+        for floor in floors:
+            found = floor.pool(pool)
+            spans.append([(math.floor(s.start + found.pool.boot), math.ceil(s.end)) for s in found.segments])
         for first, last in _bands(rates):
             ready = []
-            for floor in floors:
-                found = floor.pool(pool)
+            for segments in spans:
                 for day in sorted(weekdays(days)):
                     for slot in range(first, last):
                         low = day * MINUTES_PER_DAY + slot * SLOT
-                        ready.append(
-                            sum(1 for s in found.segments if s.start + found.pool.boot < low + SLOT and s.end > low)
-                        )
+                        ready.append(sum(1 for up, end in segments if up < low + SLOT and end > low))
             ready.sort()
             nodes = min(levers.max_size, ready[max(0, math.ceil(quantile * len(ready)) - 1)]) if ready else 0
             counts[first:last] = [nodes] * (last - first)

@@ -249,7 +249,7 @@ def checked_job_times(scenario: Scenario) -> list[tuple[int, int]]:
     _check_caps(scenario)
     pool_names = _check_pools(scenario.pools)
     runner_names = _check_runners(scenario.runners, pool_names)
-    times = _check_jobs(scenario.jobs, pool_names)
+    times = _checked_jobs(scenario.jobs, pool_names)
     for upgrade in scenario.upgrades:
         to_ms("Upgrade.at_minute", upgrade.at_minute)
         if upgrade.runner is not None and upgrade.runner not in runner_names:
@@ -337,6 +337,28 @@ def _check_runners(runners: tuple[SimRunner, ...], pool_names: set[str]) -> set[
         if runner.upgrade_strategy not in ("rolling", "recreate"):
             raise ValueError(f"{where}: upgrade_strategy must be rolling or recreate, got {runner.upgrade_strategy!r}")
     return runner_names
+
+
+_CHECKED_JOBS: dict[tuple[int, frozenset[str]], tuple[tuple[SimJob, ...], list[tuple[int, int]]]] = {}
+"""`_check_jobs`' answers by the jobs' tuple (kept, to check it is the same one) and the pools' names: the search
+dispatches one week's jobs (the same tuple, `infra.sim.platform_scenario`) under hundreds of candidates."""
+_CHECKED_JOBS_KEPT = 512
+
+
+def _checked_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> list[tuple[int, int]]:
+    """`_check_jobs`, remembered for a tuple of jobs (frozen, so its answer cannot change; a refused one is not
+    remembered: it raises again)."""
+    if type(jobs) is not tuple:
+        return _check_jobs(jobs, pool_names)
+    key = (id(jobs), frozenset(pool_names))
+    memo = _CHECKED_JOBS.get(key)
+    if memo is not None and memo[0] is jobs:
+        return memo[1]
+    times = _check_jobs(jobs, pool_names)
+    if len(_CHECKED_JOBS) >= _CHECKED_JOBS_KEPT:
+        _CHECKED_JOBS.clear()
+    _CHECKED_JOBS[key] = (jobs, times)
+    return times
 
 
 def _check_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> list[tuple[int, int]]:

@@ -7,7 +7,8 @@ deterministic. The event budget turns a broken invariant of the model into a Run
 
 from __future__ import annotations
 
-import heapq
+import itertools
+from heapq import heappush
 
 # Event kinds, in the order they are handled at one instant (deadlines first, scale-down last). RESUME (a
 # stock-out ends) only makes the autoscaler look again; WARM starts or ends a pool's warm window.
@@ -32,10 +33,10 @@ class Schedule:
 
     def __init__(self, budget: int) -> None:
         self.heap: list[tuple[int, int, int, object]] = []
-        self.seq = 0
+        self.seq = itertools.count(1)
+        """The push order, 1, 2, ...: ties of time and kind are handled in it."""
         self.handled = 0
         self.budget = budget
 
     def push(self, at: int, kind: int, payload: object) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (at, kind, self.seq, payload))
+        heappush(self.heap, (at, kind, next(self.seq), payload))

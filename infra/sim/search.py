@@ -33,7 +33,7 @@ from infra.config.schedule import MINUTES_PER_WEEK, weekdays
 from infra.model.platform import Platform, load_platform
 from infra.model.pools import Pool
 from infra.model.warm import week_spans
-from infra.sim.arrivals import week_jobs
+from infra.sim.arrivals import shared_week_jobs
 from infra.sim.combine import Combination, Target, cheapest, first_valid
 from infra.sim.confirm import WeeksCheck
 from infra.sim.floors import WaitBounds, cost_floor, node_throughput, quiet_minutes, wait_bounds
@@ -80,7 +80,7 @@ def search(
         raise SearchError("platform.slo.merge_request_wait_minutes is not set: there is no target to meet")
     if refused := pack_refusals(platform):
         raise SearchError(f"the policy pack refuses the spec as it stands: {refused[0]}")
-    jobs = tuple(week_jobs(platform))  # a tuple: `scenario` makes its jobs once for every candidate
+    jobs = shared_week_jobs(platform)  # a tuple: `scenario` makes its jobs once for every candidate
     pools = [pool.name for pool in sim_pools(platform)]
     requests = sum(1 for job in jobs if job.job_class == "merge_request")
     if not requests:
@@ -452,7 +452,7 @@ class _Search:
         """Each week's bound (`infra.sim.target_cost`), from today's spec: the bound is every spec's."""
         pools = bound_pools(self.platform)
         return [
-            week_bound(self.platform, week_jobs(self.platform, week=week), pools)
+            week_bound(self.platform, shared_week_jobs(self.platform, week=week), pools)
             for week in range(self.weeks_check.weeks)
         ]
 

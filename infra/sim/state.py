@@ -119,7 +119,7 @@ class PoolState:
         no free slot); for a placeholder, only nodes without one (anti-affinity)."""
         best, best_taken = None, self.spec.slots_per_node
         for node in self.live:
-            taken = node.taken
+            taken = node.used + node.placeholder  # `taken`, without the property's call
             if node.ready and taken < best_taken and not (placeholder and node.placeholder):
                 best, best_taken = node, taken
         return best

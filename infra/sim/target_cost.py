@@ -93,14 +93,46 @@ def week_bound(
     target = platform.spec.slo.merge_request_wait_minutes
     assert target is not None, "the bound is the price of the target: the spec sets none"
     found = bound_pools(platform) if pools is None else pools
+    # a week of `shared_week_jobs` is one tuple from plan to plan: known by it, its jobs are not placed again
+    head = (
+        tuple(found),
+        exact_target(target),
+        fixed_eur(platform, found),
+        slower,
+        tuple((name, profile.pool) for name, profile in platform.profiles.items()),
+    )
+    week = jobs if isinstance(jobs, tuple) else None
+    shared = None if week is None else (id(week), *head)
+    if shared is not None and (known := _FLOORS_BY_JOBS.get(shared)) is not None and known[0] is jobs:
+        return known[1]
     placed = [
         (job.pool or platform.profiles[job.profile].pool, BoundJob(job.created_minute, job.minutes * slower, _mr(job)))
         for job in jobs
     ]
     requests = sum(1 for _, job in placed if job.merge_request)
-    return week_floor(
-        found, placed, exact_target(target), allowed_over=allowed_over(requests), fixed_eur=fixed_eur(platform, found)
-    )
+    pools_key, target_key, fixed = head[:3]
+    key = (pools_key, tuple(placed), target_key, allowed_over(requests), fixed)
+    floor = _FLOORS.get(key)
+    if floor is None:
+        floor = week_floor(pools_key, key[1], target_key, allowed_over=key[3], fixed_eur=fixed)
+        if len(_FLOORS) >= _FLOORS_KEPT:
+            _FLOORS.clear()
+        _FLOORS[key] = floor
+    if shared is not None and week is not None:
+        if len(_FLOORS_BY_JOBS) >= _FLOORS_KEPT:
+            _FLOORS_BY_JOBS.clear()
+        _FLOORS_BY_JOBS[shared] = (week, floor)
+    return floor
+
+
+_FLOORS: dict[tuple[object, ...], WeekFloor] = {}
+"""`week_bound`'s bounds by what they are worked out from (frozen, of one type each: the platform's pools as the
+bound sees them, the week's jobs, the target, the p95's allowance, the fixed pools' cost): a plan bounds its 20
+weeks, and the plans of specs alike and their searches bound the same weeks again."""
+_FLOORS_KEPT = 256
+_FLOORS_BY_JOBS: dict[tuple[object, ...], tuple[tuple[PlannedJob, ...], WeekFloor]] = {}
+"""The same by the week's jobs tuple itself (kept, to check it is the same one) and the rest of the key, with
+the profiles' pools and the speed the jobs are placed by."""
 
 
 def _mr(job: PlannedJob) -> bool:

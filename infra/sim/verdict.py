@@ -14,7 +14,38 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from infra.sim.scenario import MS_PER_MINUTE
+
 PERCENTILE = 95
+
+
+def sorted_exact(values: Iterable[Fraction]) -> list[Fraction]:
+    """`sorted(values)`, the very same list (a stable sort by a key in the same order), a few times faster:
+    a time of whole milliseconds is keyed by its int count of them, not compared as a Fraction (a Fraction's
+    comparison is Python code: a week's waits sorted cost more than its simulation)."""
+    items = list(values)
+    try:
+        return sorted(items, key=_ms_key)
+    except _NotExactError:
+        return sorted(items)
+
+
+class _NotExactError(Exception):
+    """A value neither an int nor a Fraction: sorted as it is."""
+
+
+def _ms_key(value: Fraction) -> Fraction | int:
+    """The value in milliseconds, exactly: an int where it is whole (ints compare with the Fractions exactly)."""
+    if type(value) is Fraction:
+        denominator = value.denominator
+        return (
+            value.numerator * (MS_PER_MINUTE // denominator)
+            if not MS_PER_MINUTE % denominator
+            else value * MS_PER_MINUTE
+        )
+    if type(value) is int:
+        return value * MS_PER_MINUTE
+    raise _NotExactError
 
 
 def rank(jobs: int, q: int = PERCENTILE) -> int:
@@ -36,7 +67,7 @@ class Waits:
 
     @staticmethod
     def of(waits: Iterable[Fraction], lost: int = 0) -> Waits:
-        return Waits(tuple(sorted(waits)), lost)
+        return Waits(tuple(sorted_exact(waits)), lost)
 
     @staticmethod
     def pooled(parts: Sequence[Waits]) -> Waits:

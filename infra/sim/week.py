@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING
 
 from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
-from infra.sim.arrivals import DAYS, week_jobs
+from infra.sim.arrivals import DAYS, shared_week_jobs
 from infra.sim.burst import BurstTimeline, busiest_burst
-from infra.sim.engine import simulate
+from infra.sim.engine import simulate_spec
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.results import SimResult
 from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner
-from infra.sim.verdict import Waits, exact_target
+from infra.sim.verdict import Waits, exact_target, sorted_exact
 
 if TYPE_CHECKING:
     from infra.model.platform import Platform
@@ -282,8 +282,8 @@ def simulate_week(platform: Platform) -> CostReport | None:
     workload = platform.spec.workload
     if workload is None:
         return None
-    jobs = week_jobs(platform)
-    result = simulate(scenario(platform, jobs))
+    jobs = shared_week_jobs(platform)
+    result = simulate_spec(scenario(platform, jobs))
     return week_report(platform, jobs, result)
 
 
@@ -307,7 +307,26 @@ def week_report(platform: Platform, jobs: Sequence[PlannedJob], result: SimResul
 
 
 def class_waits(jobs: Sequence[PlannedJob], result: SimResult) -> tuple[ClassWaits, ...]:
-    """Per class: the jobs' waits over their attempts (`SimResult.waits`), until they ran."""
+    """Per class: the jobs' waits over their attempts (`SimResult.waits`), until they ran. Remembered for the last
+    results (`infra.sim.engine.simulate_spec` hands the plans of specs alike the same result, frozen) and the jobs'
+    classes, all they read of the jobs."""
+    classes = tuple(job.job_class for job in jobs)
+    key = (id(result), classes)
+    known = _CLASS_WAITS.get(key)
+    if known is not None and known[0] is result:
+        return known[1]
+    rows = _class_waits(jobs, result)
+    if len(_CLASS_WAITS) >= _CLASS_WAITS_KEPT:
+        _CLASS_WAITS.clear()
+    _CLASS_WAITS[key] = (result, rows)
+    return rows
+
+
+_CLASS_WAITS: dict[tuple[int, tuple[str, ...]], tuple[SimResult, tuple[ClassWaits, ...]]] = {}
+_CLASS_WAITS_KEPT = 128
+
+
+def _class_waits(jobs: Sequence[PlannedJob], result: SimResult) -> tuple[ClassWaits, ...]:
     waits = result.waits()
     finals = result.finals
     rows = []
@@ -335,7 +354,7 @@ def percentile(values: Sequence[Fraction], q: int) -> Fraction | None:
     """The nearest-rank percentile (the smallest value with at least q % of the values at or below it)."""
     if not values:
         return None
-    ordered = sorted(values)
+    ordered = sorted_exact(values)
     return ordered[max(0, math.ceil(q * len(ordered) / 100) - 1)]
 
 
@@ -415,7 +434,7 @@ def _baseline(platform: Platform, jobs: Sequence[PlannedJob]) -> Baseline:
         SimJob(index, job.name, frozenset({"old"}), pool.name, job.minutes, created_minute=job.created_minute)
         for index, job in enumerate(jobs, start=1)
     )
-    result = simulate(Scenario(pools=(pool,), runners=(runner,), jobs=old_jobs))
+    result = simulate_spec(Scenario(pools=(pool,), runners=(runner,), jobs=old_jobs))
     price = node.eur_per_hour + sum((catalog[t].eur_per_hour for t in baseline.idle_node_types), Fraction(0))
     return Baseline(
         node_type=baseline.node_type,

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
-from infra.sim.arrivals import week_jobs
+from infra.sim.arrivals import shared_week_jobs
 from infra.sim.blind import BlindPool, blind_pools
-from infra.sim.engine import simulate
+from infra.sim.engine import simulate_spec
 from infra.sim.platform_scenario import scenario
 from infra.sim.target_bound import WeekFloor
 from infra.sim.target_cost import TargetCost, bound_pools, target_cost, week_bound
@@ -194,11 +194,11 @@ def simulate_weeks(
     blind: tuple[BlindPool, ...] = ()
     pools = bound_pools(platform, late_boot=late_boot, cold_start_minutes=cold_start_minutes)
     for week in range(count):
-        jobs = week_jobs(platform, week=week)
+        jobs = shared_week_jobs(platform, week=week)
         built = scenario(
             platform, jobs, slower=slower, late_boot=late_boot, cold_start_minutes=cold_start_minutes, week=week
         )
-        result = simulate(built)
+        result = simulate_spec(built)
         for row in class_waits(jobs, result):
             per_class[row.job_class].append(row.waits)
         scaled = sum(
