@@ -115,8 +115,7 @@ class Cluster:
                     pool.pending.popleft()
                     continue
                 node = pool.least_allocated()
-                # a placeholder only ever holds a node of a pool with warm windows
-                if node is None and pool.spec.warm_windows and (node := pool.preemptible()) is not None:
+                if node is None and (node := pool.preemptible()) is not None:
                     node.placeholder = False  # preempted: its Deployment recreates it, Pending
                     pool.placed -= 1
                 if node is None:
