@@ -144,7 +144,9 @@ def _flow(value: object) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        plain = _PLAIN.fullmatch(value) and _read(value) == value
+        # plain only where every reader takes it as this text: the CLI and the loader (YAML 1.2's `NO` is text) and
+        # the YAML 1.1 readers a reviewer's tools use (PyYAML's `NO` is false)
+        plain = _PLAIN.fullmatch(value) and _read(value) == value and safe_load(value) == value
         return value if plain else _quoted(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_flow(item) for item in value) + "]"
