@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from infra.config.schedule import MINUTES_PER_DAY
 from infra.config.workload import LEGACY_KIND, Z99, KindLoadSpec, ProfileLoadSpec, WorkloadSpec
 from infra.quantity import exact_decimal
+from infra.sim.memo import Memo
 from infra.sim.platform_scenario import PlannedJob
 
 if TYPE_CHECKING:
@@ -58,18 +59,12 @@ def shared_week_jobs(platform: Platform, *, week: int = 0) -> tuple[PlannedJob, 
     # what the week is made of: the workload as written, and the families of the profiles the platform has
     key = (workload.model_dump_json(), tuple((name, p.families) for name, p in sorted(platform.profiles.items())), week)
     found = _WEEKS.get(key)
-    if found is None:
-        found = tuple(_week_jobs(platform, workload, week))
-        if len(_WEEKS) >= _WEEKS_KEPT:
-            _WEEKS.clear()
-        _WEEKS[key] = found
-    return found
+    return found if found is not None else _WEEKS.keep(key, tuple(_week_jobs(platform, workload, week)))
 
 
-_WEEKS: dict[tuple[object, ...], tuple[PlannedJob, ...]] = {}
+_WEEKS: Memo[tuple[object, ...], tuple[PlannedJob, ...]] = Memo(256)
 """`week_jobs`' weeks by what they are drawn from (frozen jobs): a plan simulates the spec's 20 weeks, and a
 search, its bound and its confirmations draw the same weeks again, each some thousands of seeded draws."""
-_WEEKS_KEPT = 256
 
 
 def _week_jobs(platform: Platform, workload: WorkloadSpec, week: int) -> list[PlannedJob]:

@@ -49,6 +49,7 @@ from heapq import heappop
 
 from infra.sim.cluster import Cluster
 from infra.sim.gitlab import GitlabQueue
+from infra.sim.memo import Memo
 from infra.sim.results import JobResult, SimResult
 from infra.sim.runners import ManagerState, RunnerState
 from infra.sim.scenario import MS_PER_MINUTE, Scenario, Upgrade, checked_job_times, to_ms
@@ -83,16 +84,10 @@ def simulate_spec(scenario: Scenario) -> SimResult:
     always of the same type, where two equal scenarios by hand could hold 0.1 and Fraction(0.1), equal but
     simulated apart (a float is read as the decimal it prints)."""
     found = _RESULTS.get(scenario)
-    if found is None:
-        found = simulate(scenario)
-        if len(_RESULTS) >= _RESULTS_KEPT:
-            _RESULTS.clear()
-        _RESULTS[scenario] = found
-    return found
+    return found if found is not None else _RESULTS.keep(scenario, simulate(scenario))
 
 
-_RESULTS: dict[Scenario, SimResult] = {}
-_RESULTS_KEPT = 128
+_RESULTS: Memo[Scenario, SimResult] = Memo(128)
 
 
 Dispatched = tuple[list[JobState], dict[str, PoolState]]

@@ -26,6 +26,7 @@ from infra.config.workload import LEGACY_KIND, JobClass
 from infra.model.attempts import RETRY_MAX, RETRY_WHEN
 from infra.model.routes import BATCH_SOURCE, MERGE_REQUEST_SOURCE, expand
 from infra.model.warm import week_spans
+from infra.sim.memo import ByIdentity
 from infra.sim.scenario import Minutes, Scenario, SimJob, SimPool, SimRunner, Upgrade
 
 if TYPE_CHECKING:
@@ -183,29 +184,23 @@ def scenario(
         name: load.gpu_utilization for name, load in (workload.profiles.items() if workload is not None else ())
     }
     key = (
-        id(jobs),
         slower,
         single_tags if single else None,
         tuple((name, profile.tags, profile.pool) for name, profile in platform.profiles.items()),
         tuple(utilization.items()),
     )
-    memo = _SIM_JOBS.get(key)
-    if memo is not None and memo[0] is jobs:
-        sim_jobs = memo[1]
-    else:
+    sim_jobs = _SIM_JOBS.get(jobs, key) if type(jobs) is tuple else None  # a list could change: made each time
+    if sim_jobs is None:
         sim_jobs = _sim_jobs(platform, jobs, slower, single_tags if single else None, utilization)
-    if type(jobs) is tuple and memo is None:  # a list could change under the same id: made again each time
-        if len(_SIM_JOBS) >= _SIM_JOBS_KEPT:
-            _SIM_JOBS.clear()
-        _SIM_JOBS[key] = (jobs, sim_jobs)
+        if type(jobs) is tuple:
+            _SIM_JOBS.keep(jobs, sim_jobs, key)
     return Scenario(pools=pools, runners=runners, jobs=sim_jobs, upgrades=tuple(upgrades))
 
 
-_SIM_JOBS: dict[tuple[object, ...], tuple[Sequence[PlannedJob], tuple[SimJob, ...]]] = {}
-"""`scenario`'s jobs by what they are made of (the jobs, kept to check it is the same sequence; the variant's
-`slower`; the tags and pool of each profile; the utilizations): the search builds the same week's jobs for every
-candidate, whose levers leave them alone, and a week's thousands of jobs cost a tenth of its search."""
-_SIM_JOBS_KEPT = 512
+_SIM_JOBS: ByIdentity[Sequence[PlannedJob], tuple[SimJob, ...]] = ByIdentity(512)
+"""`scenario`'s jobs by what they are made of (the jobs' tuple itself; the variant's `slower`; the tags and pool
+of each profile; the utilizations): the search builds the same week's jobs for every candidate, whose levers leave
+them alone, and a week's thousands of jobs cost a tenth of its search."""
 
 
 def _sim_jobs(

@@ -22,6 +22,7 @@ from infra.model.platform import Platform
 from infra.sim.arrivals import DAYS
 from infra.sim.engine import Dispatched, ms_minutes, simulate_states
 from infra.sim.levers import Levers
+from infra.sim.memo import ByIdentity, Memo
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.scenario import MS_PER_MINUTE, Scenario, SimJob
 from infra.sim.state import JobState
@@ -133,36 +134,25 @@ class PoolRuns:
     searches the stack `recommend` did)."""
 
     def __init__(self) -> None:
-        self.cache = _POOL_WEEKS
-        """By the scenario's hash, worked out once per lookup (a scenario's hash walks every job's Fractions)."""
         self.simulated = 0
         """Scenarios this one dispatched (a cached one is not counted again)."""
-        self.job_hashes = _JOB_HASHES
-        """Each jobs tuple's hash, by the tuple (kept, to check it is the same one): `scenario` hands every candidate
-        of a week the same tuple, whose hash walks every job's Fractions."""
 
-    def _hash(self, built: Scenario) -> int:
+    @staticmethod
+    def _hash(built: Scenario) -> int:
         """`hash(built)`'s equal: a scenario's parts hashed, its jobs' tuple once (equal scenarios hash alike)."""
         jobs = built.jobs
-        known = self.job_hashes.get(id(jobs))
-        if known is None or known[0] is not jobs:
-            if len(self.job_hashes) >= _KEPT:
-                self.job_hashes.clear()
-            known = self.job_hashes[id(jobs)] = (jobs, hash(jobs))
-        return hash((built.pools, built.runners, known[1], built.upgrades, built.manager_restart_minutes))
+        jobs_hash = _JOB_HASHES.get(jobs)
+        if jobs_hash is None:
+            jobs_hash = _JOB_HASHES.keep(jobs, hash(jobs))
+        return hash((built.pools, built.runners, jobs_hash, built.upgrades, built.manager_restart_minutes))
 
     @staticmethod
     def _classes(jobs: Sequence[PlannedJob]) -> tuple[str, ...]:
-        """The jobs' classes, once per jobs tuple (kept, to check it is the same one): every candidate of a week
-        asks with the same tuple."""
+        """The jobs' classes, once per jobs tuple: every candidate of a week asks with the same tuple."""
         if not isinstance(jobs, tuple):
             return tuple(job.job_class for job in jobs)
-        known = _JOB_CLASSES.get(id(jobs))
-        if known is None or known[0] is not jobs:
-            if len(_JOB_CLASSES) >= _KEPT:
-                _JOB_CLASSES.clear()
-            known = _JOB_CLASSES[id(jobs)] = (jobs, tuple(job.job_class for job in jobs))
-        return known[1]
+        known = _JOB_CLASSES.get(jobs)
+        return known if known is not None else _JOB_CLASSES.keep(jobs, tuple(job.job_class for job in jobs))
 
     def run(
         self, platform: Platform, pool: str, levers: Levers, jobs: Sequence[PlannedJob], *, week: int = 0
@@ -181,24 +171,25 @@ class PoolRuns:
         its jobs are merge requests)."""
         built = pool_scenario(platform, pool, jobs, variant, week=week)
         classes = self._classes(jobs)
-        bucket = self.cache.setdefault(self._hash(built), [])
+        key = self._hash(built)
+        bucket = _POOL_WEEKS.get(key) or []
         for scenario_run, classes_run, cached in bucket:
             if scenario_run == built and classes_run == classes:
                 return cached
         self.simulated += 1
         found = week_of(built, jobs, simulate_states(built))
-        if len(self.cache) >= _KEPT:
-            self.cache.clear()
-            bucket = self.cache.setdefault(self._hash(built), [])
-        bucket.append((built, classes, found))
+        _POOL_WEEKS.keep(key, [*bucket, (built, classes, found)])
         return found
 
 
 _KEPT = 4096
 """Pool weeks kept (a search of the dev stack dispatches some 1,800; a week is a few kilobytes)."""
-_POOL_WEEKS: dict[int, list[tuple[Scenario, tuple[str, ...], Week]]] = {}
-_JOB_HASHES: dict[int, tuple[tuple[SimJob, ...], int]] = {}
-_JOB_CLASSES: dict[int, tuple[tuple[PlannedJob, ...], tuple[str, ...]]] = {}
+_POOL_WEEKS: Memo[int, list[tuple[Scenario, tuple[str, ...], Week]]] = Memo(_KEPT)
+"""The pool weeks dispatched, by the scenario's hash (`PoolRuns._hash`): kept for every search in the process."""
+_JOB_HASHES: ByIdentity[tuple[SimJob, ...], int] = ByIdentity(_KEPT)
+"""Each jobs tuple's hash: `scenario` hands every candidate of a week the same tuple, whose hash walks every job's
+Fractions."""
+_JOB_CLASSES: ByIdentity[tuple[PlannedJob, ...], tuple[str, ...]] = ByIdentity(_KEPT)
 
 
 def pool_scenario(

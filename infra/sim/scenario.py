@@ -19,6 +19,7 @@ from typing import Literal
 
 from infra.quantity import exact_decimal
 from infra.sim.boots import Boots
+from infra.sim.memo import ByIdentity
 
 MS_PER_MINUTE = 60_000
 MAX_JOBS = 20_000
@@ -339,10 +340,9 @@ def _check_runners(runners: tuple[SimRunner, ...], pool_names: set[str]) -> set[
     return runner_names
 
 
-_CHECKED_JOBS: dict[tuple[int, frozenset[str]], tuple[tuple[SimJob, ...], list[tuple[int, int]]]] = {}
-"""`_check_jobs`' answers by the jobs' tuple (kept, to check it is the same one) and the pools' names: the search
-dispatches one week's jobs (the same tuple, `infra.sim.platform_scenario`) under hundreds of candidates."""
-_CHECKED_JOBS_KEPT = 512
+_CHECKED_JOBS: ByIdentity[tuple[SimJob, ...], list[tuple[int, int]]] = ByIdentity(512)
+"""`_check_jobs`' answers by the jobs' tuple itself and the pools' names: the search dispatches one week's jobs
+(the same tuple, `infra.sim.platform_scenario`) under hundreds of candidates."""
 
 
 def _checked_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> list[tuple[int, int]]:
@@ -350,15 +350,9 @@ def _checked_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> list[tuple[
     remembered: it raises again)."""
     if type(jobs) is not tuple:
         return _check_jobs(jobs, pool_names)
-    key = (id(jobs), frozenset(pool_names))
-    memo = _CHECKED_JOBS.get(key)
-    if memo is not None and memo[0] is jobs:
-        return memo[1]
-    times = _check_jobs(jobs, pool_names)
-    if len(_CHECKED_JOBS) >= _CHECKED_JOBS_KEPT:
-        _CHECKED_JOBS.clear()
-    _CHECKED_JOBS[key] = (jobs, times)
-    return times
+    key = frozenset(pool_names)
+    times = _CHECKED_JOBS.get(jobs, key)
+    return times if times is not None else _CHECKED_JOBS.keep(jobs, _check_jobs(jobs, pool_names), key)
 
 
 def _check_jobs(jobs: tuple[SimJob, ...], pool_names: set[str]) -> list[tuple[int, int]]:

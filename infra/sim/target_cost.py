@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from infra.config.pools import MAX_MPS_REPLICAS, MAX_TIME_SLICING_REPLICAS
 from infra.config.schedule import MINUTES_PER_WEEK
 from infra.sim.floors import node_throughput
+from infra.sim.memo import ByIdentity, Memo
 from infra.sim.platform_scenario import PlannedJob, sim_pools
 from infra.sim.target_bound import BoundJob, BoundPool, WeekFloor, median, week_floor
 from infra.sim.verdict import allowed_over, exact_target
@@ -102,9 +103,8 @@ def week_bound(
         tuple((name, profile.pool) for name, profile in platform.profiles.items()),
     )
     week = jobs if isinstance(jobs, tuple) else None
-    shared = None if week is None else (id(week), *head)
-    if shared is not None and (known := _FLOORS_BY_JOBS.get(shared)) is not None and known[0] is jobs:
-        return known[1]
+    if week is not None and (known := _FLOORS_BY_JOBS.get(week, head)) is not None:
+        return known
     placed = [
         (job.pool or platform.profiles[job.profile].pool, BoundJob(job.created_minute, job.minutes * slower, _mr(job)))
         for job in jobs
@@ -114,25 +114,19 @@ def week_bound(
     key = (pools_key, tuple(placed), target_key, allowed_over(requests), fixed)
     floor = _FLOORS.get(key)
     if floor is None:
-        floor = week_floor(pools_key, key[1], target_key, allowed_over=key[3], fixed_eur=fixed)
-        if len(_FLOORS) >= _FLOORS_KEPT:
-            _FLOORS.clear()
-        _FLOORS[key] = floor
-    if shared is not None and week is not None:
-        if len(_FLOORS_BY_JOBS) >= _FLOORS_KEPT:
-            _FLOORS_BY_JOBS.clear()
-        _FLOORS_BY_JOBS[shared] = (week, floor)
+        floor = _FLOORS.keep(key, week_floor(pools_key, key[1], target_key, allowed_over=key[3], fixed_eur=fixed))
+    if week is not None:
+        _FLOORS_BY_JOBS.keep(week, floor, head)
     return floor
 
 
-_FLOORS: dict[tuple[object, ...], WeekFloor] = {}
+_FLOORS: Memo[tuple[object, ...], WeekFloor] = Memo(256)
 """`week_bound`'s bounds by what they are worked out from (frozen, of one type each: the platform's pools as the
 bound sees them, the week's jobs, the target, the p95's allowance, the fixed pools' cost): a plan bounds its 20
 weeks, and the plans of specs alike and their searches bound the same weeks again."""
-_FLOORS_KEPT = 256
-_FLOORS_BY_JOBS: dict[tuple[object, ...], tuple[tuple[PlannedJob, ...], WeekFloor]] = {}
-"""The same by the week's jobs tuple itself (kept, to check it is the same one) and the rest of the key, with
-the profiles' pools and the speed the jobs are placed by."""
+_FLOORS_BY_JOBS: ByIdentity[tuple[PlannedJob, ...], WeekFloor] = ByIdentity(256)
+"""The same by the week's jobs tuple itself and the rest of the key, with the profiles' pools and the speed the
+jobs are placed by."""
 
 
 def _mr(job: PlannedJob) -> bool:

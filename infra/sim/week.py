@@ -34,6 +34,7 @@ from infra.config.workload import JobClass
 from infra.sim.arrivals import DAYS, shared_week_jobs
 from infra.sim.burst import BurstTimeline, busiest_burst
 from infra.sim.engine import simulate_spec
+from infra.sim.memo import ByIdentity
 from infra.sim.platform_scenario import PlannedJob, scenario
 from infra.sim.results import SimResult
 from infra.sim.scenario import Scenario, SimJob, SimPool, SimRunner
@@ -311,19 +312,11 @@ def class_waits(jobs: Sequence[PlannedJob], result: SimResult) -> tuple[ClassWai
     results (`infra.sim.engine.simulate_spec` hands the plans of specs alike the same result, frozen) and the jobs'
     classes, all they read of the jobs."""
     classes = tuple(job.job_class for job in jobs)
-    key = (id(result), classes)
-    known = _CLASS_WAITS.get(key)
-    if known is not None and known[0] is result:
-        return known[1]
-    rows = _class_waits(jobs, result)
-    if len(_CLASS_WAITS) >= _CLASS_WAITS_KEPT:
-        _CLASS_WAITS.clear()
-    _CLASS_WAITS[key] = (result, rows)
-    return rows
+    rows = _CLASS_WAITS.get(result, classes)
+    return rows if rows is not None else _CLASS_WAITS.keep(result, _class_waits(jobs, result), classes)
 
 
-_CLASS_WAITS: dict[tuple[int, tuple[str, ...]], tuple[SimResult, tuple[ClassWaits, ...]]] = {}
-_CLASS_WAITS_KEPT = 128
+_CLASS_WAITS: ByIdentity[SimResult, tuple[ClassWaits, ...]] = ByIdentity(128)
 
 
 def _class_waits(jobs: Sequence[PlannedJob], result: SimResult) -> tuple[ClassWaits, ...]:
