@@ -27,7 +27,7 @@ from support.cluster import ControlPlane
 from support.day import SUITE_DAY_ENV
 from support.job_pod import OverwriteRefusedError, job_pod
 from support.kube_apply import of_kind, releases
-from support.kube_scenario import RealPool, Step, condition, pods, simulated
+from support.kube_scenario import Step, condition, pods, simulated
 from support.warm_variant import GPU_POOLS, NODES, Deployed, deploy
 
 from infra.config.pools import POOL_NAME_LABEL
@@ -301,14 +301,7 @@ def scenario(deployed: Deployed) -> dict[str, PoolRun]:
     for name in GPU_POOLS:
         spec = pools[name]
         jobs = spec.slots_per_node * spec.max_nodes + 1
-        (deployment,) = (d for d in of_kind(deployed.plan, "Deployment") if d["metadata"]["name"].endswith(name))
-        labels = deployment["spec"]["selector"]["matchLabels"]
-        real = RealPool(
-            deployed.plane,
-            deployed.nodes[name],
-            deployment["metadata"]["namespace"],
-            ",".join(f"{k}%3D{v}" for k, v in labels.items()),
-        )
+        real = deployed.placeholder_pool(name)
         settled_jobs: list[dict[str, Any]] = []
         steps = real.run(deployed.job_pods(name, jobs, f"job-{name}"), NODES, settled_jobs.append)
         runs[name] = PoolRun(name, steps, simulated(spec, NODES, jobs), settled_jobs, by_node)
@@ -329,10 +322,7 @@ def test_the_nodes_are_the_pools_as_the_catalog_and_the_pool_spec_give_them(depl
 def test_each_pools_placeholders_run_one_per_node_on_that_pool(deployed: Deployed) -> None:
     for deployment in of_kind(deployed.plan, "Deployment"):
         pool = deployment["spec"]["template"]["spec"]["nodeSelector"][POOL_NAME_LABEL]
-        labels = deployment["spec"]["selector"]["matchLabels"]
-        selector = ",".join(f"{k}%3D{v}" for k, v in labels.items())
-        real = RealPool(deployed.plane, deployed.nodes[pool], deployment["metadata"]["namespace"], selector)
-        placed = real.wait_placeholders(deployment["spec"]["replicas"], bound=True)
+        placed = deployed.placeholder_pool(pool).wait_placeholders(deployment["spec"]["replicas"], bound=True)
         assert sorted(p["spec"]["nodeName"] for p in placed) == deployed.nodes[pool], pool
 
 
@@ -361,10 +351,7 @@ def _spread(jobs: int) -> list[int]:
 
 def test_a_placeholder_never_preempts_a_job(deployed: Deployed, scenario: dict[str, PoolRun]) -> None:
     for run in scenario.values():
-        (deployment,) = (d for d in of_kind(deployed.plan, "Deployment") if d["metadata"]["name"].endswith(run.pool))
-        namespace = deployment["metadata"]["namespace"]
-        labels = deployment["spec"]["selector"]["matchLabels"]
-        placeholders = pods(deployed.plane, namespace, ",".join(f"{k}%3D{v}" for k, v in labels.items()))
+        placeholders = deployed.placeholder_pool(run.pool).placeholders()
         assert len(placeholders) == NODES
         # The recreated placeholders stay Pending: they may not preempt (preemptionPolicy Never, lower priority).
         assert all(not p["spec"].get("nodeName") for p in placeholders), run.pool

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from support.engine import Result
 from support.kube_apply import of_kind, releases
-from support.kube_scenario import condition, pods, settled
+from support.kube_scenario import condition, settled
 from support.warm_variant import NODES, Deployed, deploy
 
 from infra.offline.stack_config import StackConfig
@@ -63,16 +63,10 @@ def _scale_path(deployment: dict[str, Any]) -> str:
     return f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments/{meta['name']}/scale"
 
 
-def _placeholder_pods(deployed: Deployed, pool: str) -> list[dict[str, Any]]:
-    deployment = deployed.placeholders(pool)
-    selector = ",".join(f"{k}%3D{v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
-    return pods(deployed.plane, deployment["metadata"]["namespace"], selector)
-
-
 def _settled(deployed: Deployed, pool: str, running: bool = False) -> list[dict[str, Any]] | None:
     """The pool's NODES placeholders once each is Running (`running`) or settled: Running, or Pending with
     nowhere to go."""
-    found = _placeholder_pods(deployed, pool)
+    found = deployed.placeholder_pool(pool).placeholders()
     done = all(p["status"].get("phase") == "Running" if running else settled(p) for p in found)
     return found if len(found) == NODES and done else None
 
@@ -191,11 +185,9 @@ def test_no_running_job_is_stopped_and_the_placeholders_roll_into_the_slots_they
     for job in update.jobs:
         now = _running(deployed, job)
         assert now is not None and now["metadata"]["uid"] == job["metadata"]["uid"], job["metadata"]["name"]
-    deployment = deployed.placeholders(FULL)
-    selector = ",".join(f"{k}%3D{v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
 
     def rolled() -> list[dict[str, Any]] | None:
-        found = pods(deployed.plane, deployment["metadata"]["namespace"], selector)
+        found = deployed.placeholder_pool(FULL).placeholders()
         new = [p for p in found if p["spec"]["containers"][0]["image"] == PAUSE_IMAGE]
         done = len(found) == NODES and len(new) == NODES and all(p["status"].get("phase") == "Running" for p in new)
         return new if done else None

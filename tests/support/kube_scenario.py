@@ -64,6 +64,11 @@ def simulated(pool: SimPool, placeholders: int, jobs: int) -> list[Step]:
     return steps
 
 
+def label_selector(labels: Mapping[str, str]) -> str:
+    """`labels` as a `labelSelector` query value (`k%3Dv,...`)."""
+    return ",".join(f"{key}%3D{value}" for key, value in labels.items())
+
+
 def pods(plane: ControlPlane, namespace: str, selector: str) -> list[dict[str, Any]]:
     return list(plane.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")["items"])
 

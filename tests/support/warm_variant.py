@@ -29,6 +29,7 @@ from support.doubles.kapsule import COLD_POOLS_VARIABLE, node_bodies
 from support.engine import EngineProject, Result
 from support.job_pod import job_pod
 from support.kube_apply import Applier, Release, objects, of_kind, releases
+from support.kube_scenario import RealPool, label_selector
 from support.plans import plan_json
 
 GPU_POOLS = ("ci-compile", "ci-training")
@@ -86,6 +87,12 @@ class Deployed:
             names.append(body["metadata"]["name"])
         self.nodes = pool_nodes(self.plane)
         return names
+
+    def placeholder_pool(self, pool: str) -> RealPool:
+        """The pool's nodes and its placeholders' pods, as `support.kube_scenario` drives them."""
+        deployment = self.placeholders(pool)
+        selector = label_selector(deployment["spec"]["selector"]["matchLabels"])
+        return RealPool(self.plane, self.nodes.get(pool, []), deployment["metadata"]["namespace"], selector)
 
     def release(self, pool: str) -> Release:
         (found,) = (r for r in releases(self.plan) if r.values["podLabels"]["gpu-ci/pool"] == pool)
