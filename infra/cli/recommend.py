@@ -32,23 +32,18 @@ from pathlib import Path
 from typing import TextIO
 
 from infra.cli import fail, fail_spec
+from infra.cli.recommend_bound import bound_text
 from infra.config.errors import SpecError
 from infra.model.platform import Platform, load_platform
-from infra.model.warm import week_spans
 from infra.offline.stack_config import StackConfig, StackFileError, load_stack_config, stack_file
 from infra.render.text import format_eur, render_table
-from infra.render.weeks import blind_text
-from infra.sim.arrivals import week_jobs
 from infra.sim.binding import bindings
-from infra.sim.blind import blind_pools
 from infra.sim.combine import Combination
 from infra.sim.confirm import Confirmation
 from infra.sim.levers import Change, apply, dotted, duration_text
-from infra.sim.platform_scenario import sim_pools
-from infra.sim.pool_runs import LATE_BOOT, VARIANTS
+from infra.sim.pool_runs import VARIANTS
 from infra.sim.search import search
 from infra.sim.search_report import MAX_RUNS, SearchError, SearchReport
-from infra.sim.target_cost import TargetCost, bound_pools
 from infra.sim.week import simulate_week
 from infra.untrusted import printable
 
@@ -141,7 +136,7 @@ def main(args: argparse.Namespace) -> int:
             return 1
     if chosen is None:
         out.write(_closest(platform, report))
-        out.write(_bound(report, None, None))
+        out.write(bound_text(report, None, None))
         out.write(_front(report))
         if args.write:
             out.write(f"Nothing written to {path.name}: no candidate meets the target.\n")
@@ -167,7 +162,7 @@ def _recommend(
     found = report.changes(chosen)
     changed = load_platform(apply(raw, found))
     out.write(_comparison(report, chosen, changed))
-    out.write(_bound(report, chosen, changed))
+    out.write(bound_text(report, chosen, changed))
     out.write(_refined(report))
     text = _diff(path, config, found, expected=apply(raw, found), out=out)
     out.write("\n" + _front(report))
@@ -257,65 +252,7 @@ def _comparison(report: SearchReport, chosen: Combination, changed: Platform) ->
     return render_table(header, rows) + note
 
 
-RATIO_GOAL = Fraction(5, 4)
-"""Within this of the bound a recommendation is close; above it, `recommend` says what keeps it from closer."""
 WIDTH = 118
-
-
-def _bound(report: SearchReport, chosen: Combination | None, changed: Platform | None) -> str:
-    """The target's bound over the weeks, the recommendation against it, and above `RATIO_GOAL` why."""
-    bound = report.bound
-    if bound is None:
-        return ""
-    spread = f"{format_eur(min(bound.bounds))}-{format_eur(max(bound.bounds))}"
-    parts = [
-        f"Bound: no dispatch of these pools meets the target for less than {format_eur(bound.median)} EUR/week "
-        f"(the median of the {len(bound.bounds)} weeks' bounds, {spread}), even one knowing every arrival in advance "
-        '(docs/simulation.md, "The target\'s bound").'
-    ]
-    if chosen is not None and changed is not None:
-        week = simulate_week(changed)
-        assert week is not None
-        mean = report.mean_eur(chosen) or week.eur_per_week
-        ratio = bound.ratio(mean)
-        parts.append(
-            f"The recommendation: EUR {format_eur(week.eur_per_week)}/week on the first week, {format_eur(mean)} on "
-            f"average over the weeks: {float(ratio):.2f}x the bound."
-        )
-        if ratio > RATIO_GOAL:
-            parts.append(_why(report, changed))
-    return "".join(textwrap.fill(part, WIDTH, break_on_hyphens=False) + "\n" for part in parts) + "\n"
-
-
-def _why(report: SearchReport, changed: Platform) -> str:
-    """What keeps the recommendation from the bound: the capacity a platform that cannot see arrivals keeps up."""
-    bound = report.bound
-    assert bound is not None
-    boots = {pool.name: pool.boots.fastest for pool in sim_pools(changed)}
-    fastest = min(boots.values())
-    warm_minutes = warm_eur = Fraction(0)
-    for name in report.pools:
-        pool = changed.pools[name]
-        minutes = sum((Fraction((end - start) * nodes) for start, end, nodes in week_spans(pool)), Fraction(0))
-        warm_minutes += minutes
-        warm_eur += minutes * pool.eur_per_hour / 60
-    late = fastest + LATE_BOOT
-    blind = blind_pools(changed, bound_pools(changed, late_boot=LATE_BOOT), week_jobs(changed, week=0))
-    return (
-        f"Why not closer: a node boots in {float(fastest):g} min at the fastest ({float(late):g} with nodes 5 min "
-        f"late) and the target is {float(report.target.minutes):g} min, so a merge-request job starts in time only on "
-        f"a node already up. The bound starts {float(bound.boots_median):g} nodes a week just before the jobs that "
-        f"need them and keeps {float(bound.forced_median) / 60:.1f} node-hours up for them "
-        f"({_forced_by_pool(bound)}); a platform that cannot see them coming keeps its slots up through the hours "
-        f"they may come: the recommendation's warm windows hold {float(warm_minutes) / 60:.1f} node-hours a week "
-        f"(EUR {format_eur(warm_eur)}/week). " + (blind_text(blind) if blind and late > report.target.minutes else "")
-    )
-
-
-def _forced_by_pool(bound: TargetCost) -> str:
-    return "; ".join(
-        f"{name} {float(minutes) / 60:.1f} h, {float(boots):g} boots" for name, minutes, boots in bound.pool_forced()
-    )
 
 
 def _refined(report: SearchReport) -> str:

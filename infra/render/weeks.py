@@ -5,12 +5,12 @@ in the same words."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
 from fractions import Fraction
 
 from infra.render.text import WIDTH as TABLE_WIDTH
 from infra.render.text import format_eur, render_table
-from infra.sim.blind import BlindPool
+from infra.sim.blind_bound import BlindBound
+from infra.sim.pool_runs import LATE_BOOT
 from infra.sim.target_cost import TargetCost
 from infra.sim.weeks import WeeksReport
 
@@ -78,8 +78,9 @@ def bound_line(report: WeeksReport) -> str | None:
         f"jobs ({_by_pool(bound)}); every one of them within it: {format_eur(bound.strict_median)} EUR/week."
     )
     lines = [text]
-    if report.blind:
-        lines.append(blind_text(report.blind))
+    if report.blind is not None and report.target is not None:
+        blind = blind_text(report.blind, report.mean_eur, report.target)
+        lines += [blind] if blind else []
     return "".join(textwrap.fill(line, WIDTH, break_on_hyphens=False) + "\n" for line in lines)
 
 
@@ -90,23 +91,20 @@ def _by_pool(bound: TargetCost) -> str:
     )
 
 
-def blind_text(blind: Sequence[BlindPool]) -> str:
-    """A lone merge request's nodes held through its hours, per pool (`infra.sim.blind`), as one sentence."""
-    pools = "; ".join(
-        f"{b.pool.name} {b.nodes} ({b.pipeline_jobs} jobs, at most {b.pool.slots} a node) over "
-        f"{_hours(Fraction(b.window_minutes))} h = {_hours(Fraction(b.node_minutes))} node-hours, "
-        f"EUR {format_eur(b.eur)}"
-        for b in blind
-    )
-    total = sum((b.eur for b in blind), Fraction(0))
-    hours = sum(b.node_minutes for b in blind)
-    boot = min(b.pool.boot for b in blind)
+def blind_text(blind: BlindBound, eur_per_week: Fraction | None, target: Fraction) -> str | None:
+    """The bound of a platform that cannot see merge requests coming (`infra.sim.blind_bound`) and a spec's
+    EUR/week against it, as one sentence (None where it holds nothing ready: every boot within the target)."""
+    if not blind.ready_slot_minutes:
+        return None
+    pools = ", ".join(f"{name} {minutes / 60:.1f}" for name, minutes in blind.ready_slot_minutes)
+    boot = min(boot for _, boot in blind.boots)
+    spent = "" if eur_per_week is None else f" This spec spends {blind.ratio(eur_per_week):.2f}x that."
     return (
-        f"Where a boot takes longer than the target (here {float(boot):g} min at the fastest), the bound's boots "
-        "start before the jobs they serve are queued, which no autoscaler can do: a lone merge request then starts "
-        "in time only on nodes up before it comes, "
-        f"and holding them through the hours one may come is {pools} (together {_hours(Fraction(hours))} node-hours, "
-        f"EUR {format_eur(total)} a week; infra/sim/blind.py)."
+        f"A platform that cannot see merge requests coming, meeting the target with every node {float(LATE_BOOT):g} "
+        f"min late as recommend holds it (a boot of {float(boot):g} min at the fastest, over the "
+        f"{float(target):g}-min target), spends at least {format_eur(Fraction(str(blind.eur)))} EUR/week on average "
+        f"(docs/simulation.md): its slots must be ready before each may come, {blind.ready_hours():.1f} slot-hours "
+        f"a week ({pools}).{spent}"
     )
 
 

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from infra.config.errors import Problem, key_path
 from infra.config.workload import JobClass
 from infra.sim.arrivals import shared_week_jobs
-from infra.sim.blind import BlindPool, blind_pools
+from infra.sim.blind_bound import BlindBound, blind_bound
 from infra.sim.engine import simulate_spec
 from infra.sim.platform_scenario import scenario
+from infra.sim.pool_runs import LATE_BOOT
 from infra.sim.target_bound import WeekFloor
 from infra.sim.target_cost import TargetCost, bound_pools, target_cost, week_bound
 from infra.sim.verdict import Waits, allowed_over, exact_target
@@ -77,8 +78,9 @@ class WeeksReport:
     """Jobs of either class lost for good, per week."""
     floors: tuple[WeekFloor, ...] = ()
     """Each week's bound on the target's price (none without a target or a merge-request job)."""
-    blind: tuple[BlindPool, ...] = ()
-    """Per pool, a lone merge request's nodes held through its hours (`infra.sim.blind`), from the first week."""
+    blind: BlindBound | None = None
+    """The least a platform that cannot see merge requests coming spends on an average week meeting the target with
+    every boot `LATE_BOOT` late, as `recommend` holds it (`infra.sim.blind_bound`); None without a target."""
 
     @property
     def mean_eur(self) -> Fraction:
@@ -169,6 +171,7 @@ class WeeksReport:
                 "max": _round(eur[-1], 6),
             },
             "bound": None if self.bound is None else self.bound.as_json(self.mean_eur),
+            "blind_bound": None if self.blind is None else self.blind.as_json(self.mean_eur),
         }
 
 
@@ -191,7 +194,6 @@ def simulate_weeks(
     failed: list[int] = []
     always_on = sum((p.eur_per_hour * 24 * 7 * p.min_size for p in platform.pools.values()), Fraction(0))
     floors: list[WeekFloor] = []
-    blind: tuple[BlindPool, ...] = ()
     pools = bound_pools(platform, late_boot=late_boot, cold_start_minutes=cold_start_minutes)
     for week in range(count):
         jobs = shared_week_jobs(platform, week=week)
@@ -208,7 +210,6 @@ def simulate_weeks(
         failed.append(len(result.failed))
         if spec.slo.merge_request_wait_minutes is not None and any(j.job_class == "merge_request" for j in jobs):
             floors.append(week_bound(platform, jobs, pools, slower=slower))
-            blind = blind or blind_pools(platform, pools, jobs)
     target = spec.slo.merge_request_wait_minutes
     return WeeksReport(
         weeks=count,
@@ -218,7 +219,12 @@ def simulate_weeks(
         eur_per_week=tuple(eur),
         failed_by_week=tuple(failed),
         floors=tuple(floors),
-        blind=blind,
+        blind=blind_bound(
+            platform,
+            bound_pools(platform, late_boot=max(late_boot, LATE_BOOT), cold_start_minutes=cold_start_minutes),
+        )
+        if floors
+        else None,
     )
 
 

@@ -241,7 +241,7 @@ def test_plan_fits_120_columns_and_opens_with_its_summary(dev_plan: PlanRun) -> 
 def test_no_figure_of_the_report_is_called_a_bound_unless_nothing_beats_it(dev_plan: PlanRun) -> None:
     """What limits jobs per node is a limit, not a bound; the target's price bound is one (docs/simulation.md)."""
     text = " ".join(dev_plan.out.split())
-    price = ("the target's bound", "Bound on the target's price", "spends 1.13x the bound", "the bound's boots")
+    price = ("the target's bound", "Bound on the target's price", "spends 1.13x the bound")
     for bound in price:
         assert bound in text
         text = text.replace(bound, "")

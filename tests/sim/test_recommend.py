@@ -27,8 +27,7 @@ from infra.__main__ import main
 from infra.model.platform import load_platform
 from infra.offline.stack_config import load_stack_config
 from infra.render.text import format_eur
-from infra.sim.arrivals import week_jobs
-from infra.sim.blind import blind_pools
+from infra.sim.blind_bound import blind_bound
 from infra.sim.combine import Combination
 from infra.sim.levers import apply
 from infra.sim.pool_runs import LATE_BOOT, VARIANTS
@@ -363,10 +362,17 @@ def test_the_dev_recommendation_written_makes_plan_meet_the_target(
     assert "Why not closer: a node boots in 15 min at the fastest (20 with nodes 5 min late)" in text
     for name, minutes, boots in bound.pool_forced():  # the minutes of capacity the target forces, per pool
         assert f"{name} {float(minutes) / 60:.1f} h, {float(boots):g} boots" in text
-    # with nodes late a boot (20 min) outlasts the target: a lone merge request's nodes held through its hours
+    # with nodes late a boot (20 min) outlasts the target: the bound of a platform that cannot see them coming, the
+    # slots it holds ready per pool, and the recommendation against it
     changed = load_platform(apply(_dev(), dev_report.changes(chosen)))
-    blind = blind_pools(changed, bound_pools(changed, late_boot=LATE_BOOT), week_jobs(changed))
-    assert blind and all(f"{b.pool.name} {b.nodes} ({b.pipeline_jobs} jobs, at most" in text for b in blind)
+    blind = blind_bound(changed, bound_pools(changed, late_boot=LATE_BOOT))
+    assert blind is not None and blind.ready_slot_minutes
+    assert f"spends at least {format_eur(Fraction(str(blind.eur)))} EUR/week on average" in text
+    assert all(f"{name} {minutes / 60:.1f}" in text for name, minutes in blind.ready_slot_minutes)
+    mean = dev_report.mean_eur(chosen) or Fraction(0)
+    assert f"{blind.ratio(mean):.2f}x the bound of a platform blind to them" in text
+    assert 1.25 < blind.ratio(mean) < float(ratio)  # closer than the clairvoyant's, and above the goal: said why
+    assert "The blind bound holds slots, not whole nodes" in text
     assert dev_report.refined is not None and all(step in text for step in dev_report.refined.steps)
     assert main(["plan", "--config", str(path), "--json"]) == 0
     planned = json.loads(capsys.readouterr().out)
