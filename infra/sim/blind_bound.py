@@ -36,11 +36,13 @@ pools take the larger of the two, the other pools the work floor.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import add
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
@@ -261,19 +263,15 @@ def _programme(
     choices: list[list[list[list[int]]]] = []
     for start, end in reversed(stream.days):
         width = end - start
-        chance = _minute_chances(width)
-        left = [0.0] * (width + 1)
-        for minute in range(width - 1, -1, -1):
-            left[minute] = left[minute + 1] + chance[minute]
+        by_minute = _arrival_odds(width, count)
         values = [list(after) for _ in range(count + 1)]
         day_choices: list[list[list[int]]] = [[] for _ in range(width)] if record else []
         for minute in range(width - 1, -1, -1):
-            hazard = chance[minute] / left[minute] if left[minute] > 0 else 1.0
             new: list[list[float]] = [[] for _ in range(count)] + [values[count]]
             picks: list[list[int]] = []
             for come in range(count):
                 rest = count - come
-                odds = [math.comb(rest, k) * hazard**k * (1 - hazard) ** (rest - k) for k in range(rest + 1)]
+                odds = by_minute[minute][come]
                 stay = values[come]
                 arrive = [odds[1] * v for v in values[come + 1]]
                 for k in range(2, rest + 1):
@@ -284,14 +282,15 @@ def _programme(
                 row, pick = [], []
                 last = arrive[top]
                 for m in range(top + 1):
-                    # every d from top - m on ends over the allowance alike: the cheapest of them is the deepest
-                    best, chosen = (costs[deepest] + last, deepest) if deepest >= top - m else (math.inf, 0)
-                    for d in range(min(deepest + 1, top - m)):
-                        value = costs[d] + arrive[m + d]
-                        if value < best:
-                            best, chosen = value, d
+                    below = min(deepest + 1, top - m)
+                    options = list(map(add, costs[:below], arrive[m : m + below]))
+                    if deepest >= top - m:  # every d from top - m on ends over alike: the deepest is the cheapest
+                        options.append(costs[deepest] + last)
+                    best = min(options)
                     row.append(odds[0] * stay[m] + best)
-                    pick.append(chosen)
+                    if record:
+                        chosen = options.index(best)
+                        pick.append(chosen if chosen < below else deepest)
                 new[come] = row
                 picks.append(pick)
             values = new
@@ -315,19 +314,15 @@ def _held(
     odds_week = [1.0] + [0.0] * top
     for (start, end), day in zip(stream.days, choices, strict=True):
         width = end - start
-        chance = _minute_chances(width)
-        left = [0.0] * (width + 1)
-        for minute in range(width - 1, -1, -1):
-            left[minute] = left[minute + 1] + chance[minute]
+        by_minute = _arrival_odds(width, count)
         state = [[0.0] * (top + 1) for _ in range(count + 1)]
         state[0] = odds_week
         for minute in range(width):
-            hazard = chance[minute] / left[minute] if left[minute] > 0 else 1.0
             new = [[0.0] * (top + 1) for _ in range(count + 1)]
             new[count] = list(state[count])
             for come in range(count):
                 rest = count - come
-                odds = [math.comb(rest, k) * hazard**k * (1 - hazard) ** (rest - k) for k in range(rest + 1)]
+                odds = by_minute[minute][come]
                 for m in range(top + 1):
                     p = state[come][m]
                     if p == 0:
@@ -341,6 +336,27 @@ def _held(
             state = new
         odds_week = state[count]
     return dict(held)
+
+
+@functools.lru_cache(maxsize=16)
+def _arrival_odds(width: int, count: int) -> tuple[tuple[tuple[float, ...], ...], ...]:
+    """Per minute of a window `width` long and per pipelines come so far (of `count` a day), the odds that 0, 1, ...
+    of those still to come come that minute: each of them independently, by its draw's chance there over its chance
+    at that minute or later."""
+    chance = _minute_chances(width)
+    left = [0.0] * (width + 1)
+    for minute in range(width - 1, -1, -1):
+        left[minute] = left[minute + 1] + chance[minute]
+    found = []
+    for minute in range(width):
+        hazard = chance[minute] / left[minute] if left[minute] > 0 else 1.0
+        found.append(
+            tuple(
+                tuple(math.comb(rest, k) * hazard**k * (1 - hazard) ** (rest - k) for k in range(rest + 1))
+                for rest in range(count, 0, -1)
+            )
+        )
+    return tuple(found)
 
 
 def _minute_chances(width: int) -> list[float]:
