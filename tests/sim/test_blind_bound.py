@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import infra.sim.blind_bound as blind_bound_module
 from infra.config.workload import KindLoadSpec
 from infra.model.platform import load_platform
 from infra.offline.stack_config import load_stack_config
@@ -29,12 +30,14 @@ from infra.sim import arrivals
 from infra.sim.arrivals import run_minutes, week_jobs
 from infra.sim.blind_bound import (
     _NEVER,
+    STEPS_BUDGET,
     Stream,
     _deficits,
     _mean_run,
     _minute_chances,
     _programme,
     _shortest_run,
+    _steps,
     _streams,
     blind_bound,
 )
@@ -43,6 +46,7 @@ from infra.sim.levers import apply
 from infra.sim.platform_scenario import scenario
 from infra.sim.pool_runs import LATE_BOOT
 from infra.sim.target_cost import bound_pools
+from infra.sim.verdict import allowed_over
 from infra.sim.weeks import simulate_weeks
 
 SLOT_EUR = {"a": 1.0, "b": 0.4}
@@ -290,3 +294,28 @@ def test_with_nodes_late_the_jobs_beyond_the_slots_ready_wait_past_the_target(wa
     late = sum(1 for wait in waits if wait > 15)
     assert late >= need - warm * slots
     assert (late > 0) is (warm * slots < need)
+
+
+def test_a_stream_past_the_budget_is_left_out_before_its_programme_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """10 supervised merge-request pipelines a day and an allowance of 21 jobs: their programme would take 9 million
+    steps; that stream is left out before any (the bound stays one, weaker), the RL one's still runs: counted, not
+    timed."""
+    raw = _dev()
+    raw["workload"]["profiles"]["supervised"]["kinds"]["train-validate"]["jobs_per_day"] = 80
+    platform = load_platform(raw)
+    pools = bound_pools(platform, late_boot=LATE_BOOT)
+    streams = _streams(platform, {p.name: p for p in pools}, Fraction(15))
+    assert sorted(s.pipelines for s in streams) == [3, 10]
+    allowance = allowed_over(5 * (6 + 80))
+    assert sorted(_steps(s, allowance) > STEPS_BUDGET for s in streams) == [False, True]
+    ran = []
+    programme = blind_bound_module._programme
+
+    def counted(stream: Stream, *args: Any, **kwargs: Any) -> Any:
+        ran.append(stream.pipelines)
+        return programme(stream, *args, **kwargs)
+
+    monkeypatch.setattr(blind_bound_module, "_programme", counted)
+    found = blind_bound(platform, pools)
+    assert found is not None and set(ran) == {3}
+    assert dict(found.ready_slot_minutes).keys() <= {"ci-compile"}
