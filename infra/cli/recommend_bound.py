@@ -15,7 +15,7 @@ from infra.sim.combine import Combination
 from infra.sim.platform_scenario import sim_pools
 from infra.sim.pool_runs import LATE_BOOT
 from infra.sim.search_report import SearchReport
-from infra.sim.target_cost import TargetCost, bound_pools
+from infra.sim.target_cost import TargetCost
 from infra.sim.week import simulate_week
 
 WIDTH = 118
@@ -39,7 +39,7 @@ def bound_text(report: SearchReport, chosen: Combination | None, changed: Platfo
         assert week is not None
         mean = report.mean_eur(chosen) or week.eur_per_week
         ratio = bound.ratio(mean)
-        blind = blind_bound(changed, bound_pools(changed, late_boot=LATE_BOOT))
+        blind = blind_bound(changed, late_boot=LATE_BOOT)
         blind_ratio = blind.ratio(mean) if blind is not None and blind.ready_slot_minutes else None
         against = "" if blind_ratio is None else f", {blind_ratio:.2f}x the bound of a platform blind to them"
         parts.append(

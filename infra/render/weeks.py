@@ -99,10 +99,11 @@ def blind_text(blind: BlindBound, eur_per_week: Fraction | None, target: Fractio
     pools = ", ".join(f"{name} {minutes / 60:.1f}" for name, minutes in blind.ready_slot_minutes)
     boot = min(boot for _, boot in blind.boots)
     spent = "" if eur_per_week is None else f" This spec spends {blind.ratio(eur_per_week):.2f}x that."
+    held = " as recommend holds it" if blind.late == LATE_BOOT else ""
     return (
-        f"A platform that cannot see merge requests coming, meeting the target with every node {float(LATE_BOOT):g} "
-        f"min late as recommend holds it (a boot of {float(boot):g} min at the fastest, over the "
-        f"{float(target):g}-min target), spends at least {format_eur(Fraction(str(blind.eur)))} EUR/week on average "
+        f"A platform that cannot see merge requests coming, meeting the target with every node {float(blind.late):g} "
+        f"min late{held} (a boot of {float(boot):g} min at the fastest, over the {float(target):g}-min target), "
+        f"spends at least {format_eur(Fraction(str(blind.eur)))} EUR/week on average "
         f"(docs/simulation.md): its slots must be ready before each may come, {blind.ready_hours():.1f} slot-hours "
         f"a week ({pools}).{spent}"
     )

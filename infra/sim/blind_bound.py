@@ -39,8 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from operator import add
 from statistics import NormalDist
@@ -48,8 +47,9 @@ from typing import TYPE_CHECKING
 
 from infra.config.workload import Z99, KindLoadSpec
 from infra.sim.memo import Memo
+from infra.sim.pool_runs import LATE_BOOT
 from infra.sim.target_bound import BoundPool
-from infra.sim.target_cost import fixed_eur
+from infra.sim.target_cost import bound_pools, fixed_eur
 from infra.sim.verdict import allowed_over
 
 if TYPE_CHECKING:
@@ -98,6 +98,8 @@ class BlindBound:
     """The merge-request kind whose readiness binds."""
     boots: tuple[tuple[str, Fraction], ...]
     """Per pool in the readiness, its fastest boot (late as the bound takes it)."""
+    late: Fraction = LATE_BOOT
+    """How much later than estimated every boot is taken."""
 
     def ratio(self, eur: Fraction | float) -> float:
         """A spec's EUR/week over the bound."""
@@ -119,9 +121,12 @@ class BlindBound:
         return found
 
 
-def blind_bound(platform: Platform, pools: Sequence[BoundPool]) -> BlindBound | None:
-    """The bound of `platform`'s average week with `pools` (`infra.sim.target_cost.bound_pools`, their boots late
-    as the target is held); None without a target or a merge-request job."""
+def blind_bound(
+    platform: Platform, *, late_boot: Fraction = LATE_BOOT, cold_start_minutes: Fraction | None = None
+) -> BlindBound | None:
+    """The bound of `platform`'s average week with every boot `late_boot` later (or `cold_start_minutes` long, then
+    late), its pools as `infra.sim.target_cost.bound_pools` sees them; None without a target or a merge-request job."""
+    pools = bound_pools(platform, late_boot=late_boot, cold_start_minutes=cold_start_minutes)
     spec = platform.spec
     target = spec.slo.merge_request_wait_minutes
     workload = spec.workload
@@ -134,7 +139,7 @@ def blind_bound(platform: Platform, pools: Sequence[BoundPool]) -> BlindBound | 
     ready = {name: pool for name, pool in by_name.items() if pool.boot > Fraction(str(target))}
     streams = _streams(platform, ready, Fraction(str(target)))
     key = (
-        tuple(sorted((p.name, p.eur_per_hour, p.slots, p.throughput) for p in pools)),
+        tuple(sorted((p.name, p.eur_per_hour, p.slots, p.throughput, p.boot) for p in pools)),
         tuple(sorted(jobs.items())),
         tuple(sorted(minutes.items())),
         requests,
@@ -158,12 +163,12 @@ def blind_bound(platform: Platform, pools: Sequence[BoundPool]) -> BlindBound | 
                 fixed=fixed_eur(platform, pools),
             ),
         )
-    return found
+    return replace(found, late=late_boot)
 
 
 _BOUNDS: Memo[tuple[object, ...], BlindBound] = Memo(64)
 """Bounds by what they are worked out from: a plan, its weeks and a search's candidates of the same pools and
-workload ask for the same one (a few hundred thousand steps of the programme each)."""
+workload ask for the same one (some hundred thousand steps of the programme each)."""
 
 
 def _bound(

@@ -219,10 +219,7 @@ def simulate_weeks(
         eur_per_week=tuple(eur),
         failed_by_week=tuple(failed),
         floors=tuple(floors),
-        blind=blind_bound(
-            platform,
-            bound_pools(platform, late_boot=max(late_boot, LATE_BOOT), cold_start_minutes=cold_start_minutes),
-        )
+        blind=blind_bound(platform, late_boot=max(late_boot, LATE_BOOT), cold_start_minutes=cold_start_minutes)
         if floors
         else None,
     )

@@ -170,7 +170,7 @@ def test_a_boot_within_the_target_holds_nothing_ready_and_the_bound_is_the_work(
     """As estimated, a node boots in the target's 15 min: one started when a job is queued is ready in time, so not
     seeing the job coming costs nothing; the bound is the work at the pools' most throughput."""
     platform = load_platform(_dev())
-    found = blind_bound(platform, bound_pools(platform))
+    found = blind_bound(platform, late_boot=Fraction(0))
     assert found is not None
     assert found.ready_slot_minutes == () and found.ready_eur == 0
     assert found.eur == pytest.approx(found.fixed_eur + found.work_eur, abs=0.01)
@@ -178,14 +178,14 @@ def test_a_boot_within_the_target_holds_nothing_ready_and_the_bound_is_the_work(
 
 def test_with_nodes_late_the_dev_bound_holds_a_pipelines_slots_ready_through_most_of_each_day() -> None:
     platform = load_platform(_dev())
-    found = blind_bound(platform, bound_pools(platform, late_boot=LATE_BOOT))
+    found = blind_bound(platform)
     assert found is not None and found.kind == "train-validate"
     held = dict(found.ready_slot_minutes)
     # a pipeline's 2 L4 and 8 L40S jobs, ready from 09:00 until the day's last of 3 pipelines has come (at 3/4 of
     # the 9 hours on average), less what the allowance and the weeks let off
     for pool, jobs in (("ci-compile", 2), ("ci-training", 8)):
         assert 0.6 * jobs * 5 * 405 < held[pool] < jobs * 5 * 405
-    work = blind_bound(platform, bound_pools(platform))
+    work = blind_bound(platform, late_boot=Fraction(0))
     assert work is not None and found.eur > work.eur + 35
 
 
@@ -195,7 +195,7 @@ def test_a_looser_target_never_raises_the_bound() -> None:
     for confidence in (0.9, 0.5):
         raw["slo"]["confidence"] = confidence
         platform = load_platform(raw)
-        found = blind_bound(platform, bound_pools(platform, late_boot=LATE_BOOT))
+        found = blind_bound(platform)
         assert found is not None
         bounds.append(found.eur)
     assert bounds == sorted(bounds, reverse=True) and bounds[0] > bounds[-1]
@@ -316,6 +316,6 @@ def test_a_stream_past_the_budget_is_left_out_before_its_programme_runs(monkeypa
         return programme(stream, *args, **kwargs)
 
     monkeypatch.setattr(blind_bound_module, "_programme", counted)
-    found = blind_bound(platform, pools)
+    found = blind_bound(platform)
     assert found is not None and set(ran) == {3}
     assert dict(found.ready_slot_minutes).keys() <= {"ci-compile"}

@@ -30,10 +30,9 @@ from infra.render.text import format_eur
 from infra.sim.blind_bound import blind_bound
 from infra.sim.combine import Combination
 from infra.sim.levers import apply
-from infra.sim.pool_runs import LATE_BOOT, VARIANTS
+from infra.sim.pool_runs import VARIANTS
 from infra.sim.search import search
 from infra.sim.search_report import MAX_RUNS, SearchError, SearchReport
-from infra.sim.target_cost import bound_pools
 from infra.sim.week import simulate_week
 from infra.sim.weeks import simulate_weeks
 
@@ -365,7 +364,7 @@ def test_the_dev_recommendation_written_makes_plan_meet_the_target(
     # with nodes late a boot (20 min) outlasts the target: the bound of a platform that cannot see them coming, the
     # slots it holds ready per pool, and the recommendation against it
     changed = load_platform(apply(_dev(), dev_report.changes(chosen)))
-    blind = blind_bound(changed, bound_pools(changed, late_boot=LATE_BOOT))
+    blind = blind_bound(changed)
     assert blind is not None and blind.ready_slot_minutes
     assert f"spends at least {format_eur(Fraction(str(blind.eur)))} EUR/week on average" in text
     assert all(f"{name} {minutes / 60:.1f}" in text for name, minutes in blind.ready_slot_minutes)
