@@ -319,3 +319,13 @@ def test_a_stream_past_the_budget_is_left_out_before_its_programme_runs(monkeypa
     found = blind_bound(platform)
     assert found is not None and set(ran) == {3}
     assert dict(found.ready_slot_minutes).keys() <= {"ci-compile"}
+
+
+def test_later_boots_never_lower_the_bound_and_each_lateness_gets_its_own() -> None:
+    """Asked in turn in one process (the memo keyed by the boots): with every node 10 min late a node bills more
+    minutes per ready one than 5 min late, so the bound rises; each says its own lateness."""
+    platform = load_platform(_dev())
+    five, ten = blind_bound(platform), blind_bound(platform, late_boot=Fraction(10))
+    assert five is not None and ten is not None
+    assert ten.eur > five.eur and (five.late, ten.late) == (LATE_BOOT, 10)
+    assert dict(ten.boots) == {"ci-compile": 25, "ci-training": 25}
