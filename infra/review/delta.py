@@ -56,6 +56,11 @@ class Figures:
     """The target's bound (EUR/week, the weeks' median): no dispatch of these pools meets it for less."""
     bound_ratio: float | None = None
     """The spec's mean EUR/week over the weeks against the bound."""
+    blind_eur: float | None = None
+    """The bound of a platform that cannot see merge requests coming (EUR on an average week, nodes late as
+    `recommend` holds the target: `infra.sim.blind_bound`); None where it holds nothing ready."""
+    blind_ratio: float | None = None
+    """The spec's mean EUR/week over the weeks against it."""
 
 
 def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
@@ -74,6 +79,8 @@ def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
         return Figures(eur, makespan, failed, merge_request_p95=wait, target=target, met=met)
     found = weeks.get("bound")
     bound: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    found = weeks.get("blind_bound")
+    blind: Mapping[str, Any] = found if isinstance(found, Mapping) and found.get("ready_slot_hours") else {}
     return Figures(
         eur,
         makespan,
@@ -86,6 +93,8 @@ def cost_figures(plan: Mapping[str, Any] | None) -> Figures | None:
         weeks_p95=_number(weeks.get(WAIT_KEY)),
         bound_eur=_number(bound.get("eur_per_week_median")),
         bound_ratio=_number(bound.get("ratio")),
+        blind_eur=_number(blind.get("eur_per_week")),
+        blind_ratio=_number(blind.get("ratio")),
     )
 
 
@@ -169,6 +178,11 @@ def _cost_lines(base: Figures, head: Figures) -> list[str]:
         lines.append(
             f"- the target's bound: {_eur(head.bound_eur)} EUR/week (no dispatch of these pools meets it for less, "
             f"docs/simulation.md); this commit spends {head.bound_ratio:.2f}x it, a week on average"
+        )
+    if head.blind_eur is not None and head.blind_ratio is not None:
+        lines.append(
+            f"- blind to arrivals: {_eur(head.blind_eur)} EUR/week (no platform that cannot see merge requests coming "
+            f"meets the target with nodes late for less, on average); this commit spends {head.blind_ratio:.2f}x it"
         )
     return lines
 

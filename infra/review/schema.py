@@ -251,6 +251,14 @@ class BoundFigures(_Document):
     ratio: Annotated[float | None, PlainValidator(_number(MAX_COUNT, whole=False))] = None
 
 
+class BlindBoundFigures(_Document):
+    """`weeks.blind_bound`: the least a platform that cannot see merge requests coming spends on an average week
+    (`infra.sim.blind_bound`), and the spec against it; absent from a plan before it."""
+
+    eur_per_week: Euros = None
+    ratio: Annotated[float | None, PlainValidator(_number(MAX_COUNT, whole=False))] = None
+
+
 class WeeksFigures(_Document):
     """`weeks`: the target over the simulated weeks (`infra.sim.weeks`); absent from a plan before them."""
 
@@ -261,6 +269,7 @@ class WeeksFigures(_Document):
     merge_request_wait_p95_minutes: Minutes = None
     """The p95 over all the weeks' merge-request jobs."""
     bound: BoundFigures | None = None
+    blind_bound: BlindBoundFigures | None = None
 
 
 class PlanDocument(_Document):

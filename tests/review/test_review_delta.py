@@ -353,3 +353,30 @@ def test_a_bound_of_the_wrong_type_is_refused_at_the_field() -> None:
     check_plan({**_plan(COST), "weeks": weeks}, "plan.json")
     with pytest.raises(PlanDocumentError, match=r"weeks\.bound\.ratio"):
         check_plan({**_plan(COST), "weeks": {**weeks, "bound": {"ratio": "3x"}}}, "plan.json")
+
+
+def test_the_blind_bound_and_its_ratio_follow_the_weeks() -> None:
+    """With the bound of a platform blind to arrivals in the head's weeks (`weeks.blind_bound`, holding slots ready),
+    a line gives it and the head's ratio to it; one that holds nothing ready (every boot within the target) none."""
+    target = {"slo": {"merge_request_wait_minutes": 15, "met": True}}
+    base, head = {**COST, **target}, {**COST, **target}
+    blind = {"eur_per_week": 124.22, "ratio": 2.2968, "ready_slot_hours": {"ci-training": 261.67}}
+    lines = render_delta(
+        {**_plan(base), "weeks": _weeks(0, 20.0)}, {**_plan(head), "weeks": {**_weeks(20, 0.0), "blind_bound": blind}}
+    )
+    assert lines[-1] == (
+        "- blind to arrivals: 124.22 EUR/week (no platform that cannot see merge requests coming meets the target "
+        "with nodes late for less, on average); this commit spends 2.30x it"
+    )
+    idle = {**blind, "ready_slot_hours": {}}
+    plain = render_delta(_plan(base), {**_plan(head), "weeks": {**_weeks(20, 0.0), "blind_bound": idle}})
+    assert not any("blind" in line for line in plain)
+
+
+def test_a_blind_bound_of_the_wrong_type_is_refused_at_the_field() -> None:
+    from infra.review.schema import PlanDocumentError, check_plan
+
+    weeks = {**_weeks(19, 3.5), "blind_bound": {"eur_per_week": 124.22, "ratio": 0.8}}
+    check_plan({**_plan(COST), "weeks": weeks}, "plan.json")
+    with pytest.raises(PlanDocumentError, match=r"weeks\.blind_bound\.eur_per_week"):
+        check_plan({**_plan(COST), "weeks": {**weeks, "blind_bound": {"eur_per_week": "lots"}}}, "plan.json")
