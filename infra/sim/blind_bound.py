@@ -50,7 +50,7 @@ from infra.sim.memo import Memo
 from infra.sim.pool_runs import LATE_BOOT
 from infra.sim.target_bound import BoundPool
 from infra.sim.target_cost import bound_pools, fixed_eur
-from infra.sim.verdict import allowed_over
+from infra.sim.verdict import allowed_over, exact_target
 
 if TYPE_CHECKING:
     from infra.model.platform import Platform
@@ -136,17 +136,18 @@ def blind_bound(
     jobs, minutes, requests = _week_counts(platform, by_name)
     if not requests:
         return None
-    ready = {name: pool for name, pool in by_name.items() if pool.boot > Fraction(str(target))}
-    streams = _streams(platform, ready, Fraction(str(target)))
+    exact, confidence, fixed = exact_target(target), exact_target(spec.slo.confidence), fixed_eur(platform, pools)
+    ready = {name: pool for name, pool in by_name.items() if pool.boot > exact}
+    streams = _streams(platform, ready, exact)
     key = (
         tuple(sorted((p.name, p.eur_per_hour, p.slots, p.throughput, p.boot) for p in pools)),
         tuple(sorted(jobs.items())),
         tuple(sorted(minutes.items())),
         requests,
         streams,
-        Fraction(str(target)),
-        Fraction(str(spec.slo.confidence)),
-        fixed_eur(platform, pools),
+        exact,
+        confidence,
+        fixed,
     )
     found = _BOUNDS.get(key)
     if found is None:
@@ -158,9 +159,9 @@ def blind_bound(
                 minutes=minutes,
                 requests=requests,
                 streams=streams,
-                target=Fraction(str(target)),
-                confidence=Fraction(str(spec.slo.confidence)),
-                fixed=fixed_eur(platform, pools),
+                target=exact,
+                confidence=confidence,
+                fixed=fixed,
             ),
         )
     return replace(found, late=late_boot)
@@ -190,8 +191,8 @@ def _bound(
     allowance = allowed_over(requests)
     found = BlindBound(_down(float(fixed) + sum(work.values())), float(fixed), 0.0, 0.0, sum(work.values()), (), "", ())
     spent = 0
-    for stream in sorted(streams, key=lambda stream: _steps(stream, allowance)):
-        spent += _steps(stream, allowance)
+    for steps, stream in sorted(((_steps(stream, allowance), stream) for stream in streams), key=lambda s: s[0]):
+        spent += steps
         if spent > STEPS_BUDGET:  # left out: the bound stays one, weaker
             break
         ready_pools = sorted({name for need in stream.needs for name, _ in need})
